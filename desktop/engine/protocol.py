@@ -1,0 +1,186 @@
+"""Typed commands (to a worker) and events (from a worker or the gateway).
+
+Plain frozen dataclasses of picklable fields, so the same objects cross a thread queue or a
+process pipe. Every command that carries a request_id ends with exactly one Done or Error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+
+# ----------------------------------------------------------------------------- commands
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """Stateless turn: the whole message list; the worker finds the slot that holds its prefix.
+    `params.max_tokens == 0` only prefills (warms the cache)."""
+
+    request_id: str
+    messages: tuple[Message, ...]
+    params: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateSession:
+    """Open a stateful session pinned to one slot; an optional system prompt is prefilled."""
+
+    request_id: str
+    session_id: str
+    system: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInput:
+    """Append new messages (the delta) to a session and prefill them."""
+
+    request_id: str
+    session_id: str
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Generate:
+    """Generate the assistant's reply in a session from what has been appended so far."""
+
+    request_id: str
+    session_id: str
+    params: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Stop (cancel) a running or queued request within one decode step; its KV is kept."""
+
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndSession:
+    """Close a session and free its KV."""
+
+    request_id: str
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """Ask the worker loop to exit after failing what is still in flight."""
+
+
+Command = Chat | CreateSession | AppendInput | Generate | Stop | EndSession | Shutdown
+
+# ----------------------------------------------------------------------------- events
+
+
+class MatchKind(str, Enum):
+    """How a prefill found its cache: hit (nothing new but the reply prompt), extend (slot held the
+    history), prefix (cropped at a divergence), spc (system prompt cache), miss (from scratch)."""
+
+    HIT = "hit"
+    EXTEND = "extend"
+    PREFIX = "prefix"
+    SPC = "spc"
+    MISS = "miss"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStats:
+    """Numbers of one request, measured where they happen."""
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    kind: str = MatchKind.MISS.value
+    miss_reason: str = ""
+    prefill_ms: float = 0.0
+    ttft_ms: float = 0.0
+    decode_ms: float = 0.0
+    queue_ms: float = 0.0
+    finish_reason: str = ""
+    slot: int = -1
+
+    @property
+    def new_tokens(self) -> int:
+        return self.input_tokens - self.cached_tokens
+
+    @property
+    def tok_s(self) -> float:
+        return 1000.0 * max(self.generated_tokens - 1, 0) / self.decode_ms if self.decode_ms > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillDone:
+    request_id: str
+    input_tokens: int
+    cached_tokens: int
+    kind: str
+    prefill_ms: float
+    slot: int
+    miss_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEvent:
+    """A piece of streamed text: always whole UTF-8 characters."""
+
+    request_id: str
+    text_delta: str
+    token_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SlotInfo:
+    """The gateway's mirror of one slot: which conversation prefixes it holds and how recent it is."""
+
+    index: int
+    state: str
+    hashes: tuple[bytes, ...]
+    tokens: int
+    last_used: float
+    session_id: str | None
+    kv_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    request_id: str
+    text: str = ""
+    stats: TokenStats = field(default_factory=TokenStats)
+    slots: tuple[SlotInfo, ...] = ()
+    token_ids: tuple[int, ...] = ()  # the generated ids (EOS included)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    request_id: str
+    code: str
+    message: str
+    retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    request_id: str
+    position: int
+    eta_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUpdate:
+    request_id: str
+    position: int
+    eta_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDone:
+    request_id: str
+    waited_ms: float
+
+
+Event = PrefillDone | ChunkEvent | Done | ErrorEvent | Queued | QueueUpdate | QueueDone
+TERMINAL = (Done, ErrorEvent)

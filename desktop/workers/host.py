@@ -1,0 +1,52 @@
+"""The interface every worker host offers the gateway, whatever its transport (thread,
+spawned subprocess, remote server): submit typed commands, receive typed events."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable
+
+from desktop.engine.protocol import Command, Event
+
+
+class WorkerState(str, Enum):
+    LOADING = "loading"
+    IDLE = "idle"
+    BUSY = "busy"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStatus:
+    """Sent by a host when its state changes (loaded, crashed, restarted)."""
+
+    worker_id: str
+    state: WorkerState
+    message: str = ""
+    device: str = "cpu"
+    capacity: int = 1  # sequences it can run at once (continuous batching)
+    num_slots: int = 1
+
+
+EventSink = Callable[[str, "Event | WorkerStatus"], None]
+"""Called with (worker_id, event) from any thread; the gateway hops onto its own loop."""
+
+
+class WorkerHost(ABC):
+    """A worker as the gateway sees it. Hosts never block the caller of `submit`."""
+
+    worker_id: str
+
+    @abstractmethod
+    def start(self, sink: EventSink) -> None:
+        """Begin loading; report WorkerStatus(LOADING → IDLE or ERROR) and later events via sink."""
+
+    @abstractmethod
+    def submit(self, cmd: Command) -> None:
+        """Queue a command for the worker loop."""
+
+    @abstractmethod
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the loop and free the model; in-flight requests end with an error event."""

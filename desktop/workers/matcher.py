@@ -1,0 +1,100 @@
+"""Incremental Message Cache: decide which slot serves a stateless request and how much of its
+KV to keep. Order: chained message-prefix hash → longest token prefix ≥ cache_min_tokens →
+empty slot (seeded from the system prompt cache) → LRU eviction → busy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from desktop.engine.protocol import MatchKind
+from desktop.model.chat_template import ChatTemplate
+from desktop.model.messages import Message, history_hash, prefix_hashes
+from desktop.workers.config import CacheMode
+from desktop.workers.slots import Slot, SlotTable, common_prefix
+
+
+@dataclass(slots=True)
+class Plan:
+    """Where a request runs: keep slot.ids[:reuse] (or the SPC ids), prefill prompt[reuse:]."""
+
+    slot: Slot
+    kind: MatchKind
+    reuse: int
+    prompt: list[int]  # canonical ids of the messages + generation prompt
+    canon: list[int]
+    bounds: list[int] | None
+    spc_ids: list[int] | None = None
+    miss_reason: str = ""
+    source: Slot | None = None  # branch: copy source.kv[:reuse] into `slot` instead of cropping in place
+
+
+class Matcher:
+    def __init__(self, table: SlotTable, template: ChatTemplate, mode: CacheMode, min_tokens: int) -> None:
+        self.table, self.template, self.mode, self.min_tokens = table, template, mode, min_tokens
+
+    def plan(self, msgs: Sequence[Message]) -> Plan:
+        gen = self.template.gen_prompt_ids
+        if self.mode.imc:
+            plan = self._by_hash(msgs, gen)
+            if plan is not None:
+                return plan
+        enc = self.template.encode(msgs)
+        prompt = enc.ids + gen
+        if self.mode.imc:
+            found = self.table.find_by_prefix(prompt, self.min_tokens)
+            if found is not None:
+                slot, n = found
+                plan = Plan(slot, MatchKind.PREFIX, min(n, len(prompt) - 1), prompt, enc.ids, enc.bounds, miss_reason="edited")
+                return self._branch(plan)
+        reason = self._miss_reason(msgs)
+        slot = self.table.take_free()
+        spc = self._spc_ids(msgs, enc.ids, enc.bounds)
+        if spc is not None and len(spc) < len(prompt):
+            return Plan(slot, MatchKind.SPC, len(spc), prompt, enc.ids, enc.bounds, spc_ids=spc, miss_reason=reason)
+        return Plan(slot, MatchKind.MISS, 0, prompt, enc.ids, enc.bounds, miss_reason=reason)
+
+    def _by_hash(self, msgs: Sequence[Message], gen: list[int]) -> Plan | None:
+        found = self.table.find_by_hash(prefix_hashes(msgs))
+        if found is None:
+            return None
+        slot, k = found
+        try:
+            delta = self.template.encode_delta(msgs[:k], msgs[k:])
+        except ValueError:  # template not append-only: boundaries unprovable, rebuild by tokens
+            return None
+        base = slot.bounds[k - 1]
+        canon = slot.canon[:base] + delta.ids
+        bounds = slot.bounds[:k] + [base + b for b in delta.bounds or []]
+        prompt = canon + gen
+        reuse = min(common_prefix(slot.ids, prompt), len(prompt) - 1)
+        if reuse >= len(canon):
+            kind, reason = MatchKind.HIT, ""
+        elif k == len(slot.hashes):  # the slot's whole conversation is a prefix of this one
+            kind, reason = MatchKind.EXTEND, ""
+        else:
+            kind, reason = MatchKind.PREFIX, "edited" if k < len(msgs) - 1 else "branched"
+        plan = Plan(slot, kind, reuse, prompt, canon, bounds, miss_reason=reason)
+        return self._branch(plan) if k < len(slot.hashes) else plan
+
+    def _branch(self, plan: Plan) -> Plan:
+        """A request that diverges from a slot's conversation keeps that conversation intact when an
+        empty slot can take the shared prefix as a copy; otherwise the slot is cropped in place."""
+        empty = self.table.empty_slot()
+        if empty is not None:
+            plan.source, plan.slot = plan.slot, empty
+        return plan
+
+    def _spc_ids(self, msgs: Sequence[Message], canon: list[int], bounds: list[int] | None) -> list[int] | None:
+        if not self.mode.spc or not bounds or msgs[0].role != "system":
+            return None
+        return canon[: bounds[0]]
+
+    def _miss_reason(self, msgs: Sequence[Message]) -> str:
+        if not self.mode.imc:
+            return "cache off" if self.mode is CacheMode.OFF else "message cache off"
+        if len(msgs) == 1 or (len(msgs) == 2 and msgs[0].role == "system"):
+            return "new conversation"
+        if history_hash(msgs) in self.table.evicted:
+            return "evicted"
+        return "not cached on this worker"

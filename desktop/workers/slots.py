@@ -1,0 +1,170 @@
+"""KV slots of one worker: which conversation branch each holds, LRU eviction and the KV memory
+budget. Token ids and hashes only — no torch — so the policy is tested in milliseconds."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from desktop.engine.protocol import SlotInfo
+from desktop.errors import BusyError, ContextOverflow
+from desktop.model.messages import Message, prefix_hashes
+
+
+@dataclass(slots=True, eq=False)
+class Slot:
+    """One conversation branch: the ids whose K/V it holds and the messages they came from.
+
+    `ids` are exactly the tokens in `kv` while the slot is idle. `canon`/`bounds` are the canonical
+    ids of `msgs` and the id count after each message; `hashes[k]` is the chain hash of msgs[:k+1]."""
+
+    index: int
+    ids: list[int] = field(default_factory=list)
+    kv: Any = None
+    msgs: tuple[Message, ...] = ()
+    hashes: list[bytes] = field(default_factory=list)
+    canon: list[int] = field(default_factory=list)
+    bounds: list[int] = field(default_factory=list)
+    last_used: float = 0.0
+    request_id: str | None = None  # set while a request builds or runs in this slot (pending/active)
+    session_id: str | None = None  # set while a stateful session owns this slot
+    reserved: int = 0  # tokens the running request may grow to (for the budget)
+
+    @property
+    def state(self) -> str:
+        if self.request_id is not None:
+            return "busy"
+        if self.session_id is not None:
+            return "session"
+        return "idle" if self.ids else "empty"
+
+    @property
+    def evictable(self) -> bool:
+        return self.request_id is None and self.session_id is None
+
+    @property
+    def tokens(self) -> int:
+        return max(len(self.ids), self.reserved)
+
+    def clear(self) -> None:
+        self.ids, self.kv, self.msgs, self.hashes, self.canon, self.bounds = [], None, (), [], [], []
+        self.reserved = 0
+
+    def set_conversation(self, msgs: Sequence[Message], canon: list[int], bounds: list[int] | None) -> None:
+        """Record which messages the slot's ids come from (bounds None: not provable → no hashes)."""
+        if bounds is None:
+            self.msgs, self.hashes, self.canon, self.bounds = (), [], [], []
+            return
+        self.msgs, self.hashes, self.canon, self.bounds = tuple(msgs), prefix_hashes(msgs), canon, bounds
+
+    def info(self, bytes_per_token: int) -> SlotInfo:
+        return SlotInfo(
+            index=self.index,
+            state=self.state,
+            hashes=tuple(self.hashes),
+            tokens=len(self.ids),
+            last_used=self.last_used,
+            session_id=self.session_id,
+            kv_bytes=len(self.ids) * bytes_per_token,
+        )
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class SlotTable:
+    """N slots plus the rules to find, free and budget them."""
+
+    def __init__(self, num_slots: int, bytes_per_token: int, budget_bytes: int, clock: Callable[[], float] = time.monotonic):
+        self.slots = [Slot(i) for i in range(num_slots)]
+        self.bytes_per_token = max(bytes_per_token, 1)
+        self.budget_bytes = budget_bytes
+        self.clock = clock
+        self.evicted: OrderedDict[bytes, None] = OrderedDict()  # hashes of evicted branches (miss reasons)
+
+    def find_by_hash(self, hashes: Sequence[bytes]) -> tuple[Slot, int] | None:
+        """The evictable slot holding the longest message prefix of the request (k ≥ 1 messages)."""
+        best: tuple[Slot, int] | None = None
+        for slot in self.slots:
+            if not slot.evictable or not slot.hashes:
+                continue
+            k = min(len(slot.hashes), len(hashes))
+            while k > 0 and slot.hashes[k - 1] != hashes[k - 1]:
+                k -= 1
+            if k and (best is None or (k, slot.last_used) > (best[1], best[0].last_used)):
+                best = (slot, k)
+        return best
+
+    def find_by_prefix(self, ids: Sequence[int], min_tokens: int) -> tuple[Slot, int] | None:
+        """The evictable slot sharing the longest token prefix with `ids`, if at least min_tokens."""
+        best: tuple[Slot, int] | None = None
+        for slot in self.slots:
+            if slot.evictable and slot.ids:
+                n = common_prefix(slot.ids, ids)
+                if n >= min_tokens and (best is None or n > best[1]):
+                    best = (slot, n)
+        return best
+
+    def empty_slot(self) -> Slot | None:
+        return next((s for s in self.slots if s.evictable and not s.ids), None)
+
+    def take_free(self) -> Slot:
+        """An empty slot, else the least recently used evictable one (evicted); else BusyError."""
+        empty = self.empty_slot()
+        if empty is not None:
+            return empty
+        idle = [s for s in self.slots if s.evictable]
+        if not idle:
+            raise BusyError("All conversation slots of this worker are in use; try again in a moment.")
+        victim = min(idle, key=lambda s: s.last_used)
+        self.evict(victim)
+        return victim
+
+    def evict(self, slot: Slot) -> None:
+        for h in slot.hashes:
+            self.evicted[h] = None
+        while len(self.evicted) > 4096:
+            self.evicted.popitem(last=False)
+        slot.clear()
+
+    def used_bytes(self) -> int:
+        return sum(s.tokens for s in self.slots) * self.bytes_per_token
+
+    def reserve(self, slot: Slot, tokens: int) -> None:
+        """Reserve room for `slot` to grow to `tokens`, evicting idle slots (LRU first) to fit."""
+        need = tokens * self.bytes_per_token
+        if need > self.budget_bytes:
+            raise ContextOverflow(
+                f"This conversation needs {need / 2**20:.0f} MiB of KV memory, more than the worker's "
+                f"budget of {self.budget_bytes / 2**20:.0f} MiB. Raise the budget or shorten the conversation."
+            )
+        slot.reserved = tokens
+        while self.used_bytes() > self.budget_bytes:
+            idle = [s for s in self.slots if s.evictable and s.ids and s is not slot]
+            if not idle:
+                slot.reserved = 0
+                raise BusyError("The KV memory budget is taken by running conversations; try again shortly.")
+            self.evict(min(idle, key=lambda s: s.last_used))
+
+    def infos(self) -> tuple[SlotInfo, ...]:
+        return tuple(s.info(self.bytes_per_token) for s in self.slots)
+
+    def check_integrity(self, kv_len: Callable[[Any], int], active: set[str]) -> None:
+        """Raise AssertionError if any slot's bookkeeping is inconsistent (tests call this often)."""
+        for s in self.slots:
+            if s.request_id is not None:
+                assert s.request_id in active, f"slot {s.index} pending for finished request {s.request_id}"
+                continue
+            assert s.reserved == 0, f"slot {s.index} keeps a reservation with no request"
+            assert kv_len(s.kv) == len(s.ids), f"slot {s.index}: kv {kv_len(s.kv)} != ids {len(s.ids)}"
+            assert s.hashes == prefix_hashes(s.msgs), f"slot {s.index}: hashes do not match its messages"
+            assert len(s.bounds) == len(s.msgs), f"slot {s.index}: bounds do not match its messages"
+            assert not s.bounds or s.bounds[-1] == len(s.canon), f"slot {s.index}: canon length"
+        assert self.used_bytes() <= self.budget_bytes, "KV memory budget exceeded"

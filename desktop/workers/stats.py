@@ -1,0 +1,59 @@
+"""Per-request token stats and per-worker counters (requests, cache hits, tokens saved, TTFT)."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from desktop.engine.protocol import MatchKind, TokenStats
+from desktop.workers.sequence import Seq
+
+
+def finish_stats(seq: Seq, reason: str, now: float) -> TokenStats:
+    generated = len(seq.generated)
+    return TokenStats(
+        input_tokens=len(seq.target),
+        cached_tokens=seq.cached,
+        generated_tokens=generated,
+        kind=seq.kind,
+        miss_reason=seq.miss_reason,
+        prefill_ms=seq.prefill_ms,
+        ttft_ms=1000.0 * (seq.t_first - seq.t_arrival) if seq.t_first else 0.0,
+        decode_ms=1000.0 * (seq.t_last - seq.t_first) if generated > 1 else 0.0,
+        finish_reason=reason,
+        slot=seq.slot.index if seq.slot is not None else -1,
+    )
+
+
+@dataclass
+class WorkerCounters:
+    requests: int = 0
+    errors: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    ttft_ms: deque = field(default_factory=lambda: deque(maxlen=512))
+
+    def record(self, stats: TokenStats) -> None:
+        self.requests += 1
+        self.cache_hits += stats.kind != MatchKind.MISS.value
+        self.input_tokens += stats.input_tokens
+        self.cached_tokens += stats.cached_tokens
+        self.generated_tokens += stats.generated_tokens
+        if stats.ttft_ms:
+            self.ttft_ms.append(stats.ttft_ms)
+
+    def snapshot(self) -> dict:
+        ttft = sorted(self.ttft_ms)
+        pick = lambda q: ttft[min(len(ttft) - 1, int(q * len(ttft)))] if ttft else 0.0  # noqa: E731
+        return {
+            "requests": self.requests,
+            "errors": self.errors,
+            "cache_hit_rate": self.cache_hits / self.requests if self.requests else 0.0,
+            "tokens_saved": self.cached_tokens,
+            "input_tokens": self.input_tokens,
+            "generated_tokens": self.generated_tokens,
+            "ttft_p50_ms": pick(0.5),
+            "ttft_p95_ms": pick(0.95),
+        }

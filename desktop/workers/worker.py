@@ -1,0 +1,352 @@
+"""The worker loop: owns one model, its KV slots and the scheduler (continuous batching).
+
+Each tick: take commands → admit waiting requests (slot matching) → prefill under a token budget
+(chunked) → one batched decode step for every running sequence. Hosts (thread, subprocess) only
+move commands in and events out; this code is the same in both."""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections import deque
+from typing import Callable
+
+import torch
+
+from desktop.engine.protocol import (
+    AppendInput,
+    Chat,
+    ChunkEvent,
+    Command,
+    CreateSession,
+    Done,
+    EndSession,
+    ErrorEvent,
+    Event,
+    Generate,
+    PrefillDone,
+    Shutdown,
+    Stop,
+)
+from desktop.errors import InvalidRequest, OmnideskError, UnknownSession
+from desktop.model import kv
+from desktop.model.detok import StreamDecoder
+from desktop.model.loader import LoadedModel
+from desktop.model.messages import parse_messages
+from desktop.model.sampling import Sampler, sample_batch
+from desktop.workers.config import WorkerConfig
+from desktop.workers.matcher import Matcher
+from desktop.workers.sequence import Phase, Seq, Session
+from desktop.workers.admission import Admission
+from desktop.workers.slots import SlotTable
+from desktop.workers.spc import SystemPromptCache
+from desktop.workers.stats import WorkerCounters, finish_stats
+
+
+class Worker:
+    """Single-threaded engine; `submit` may be called from any thread, everything else from one."""
+
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        config: WorkerConfig = WorkerConfig(),
+        emit: Callable[[Event], None] = lambda e: None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.lm, self.cfg, self.emit, self.clock = loaded, config, emit, clock
+        self.model, self.template = loaded.model, loaded.template
+        self.device = self.model.device
+        self.table = SlotTable(config.num_slots, loaded.kv_bytes_per_token, config.kv_budget_bytes, clock)
+        self.matcher = Matcher(self.table, self.template, config.cache_mode, config.cache_min_tokens)
+        self.spc = SystemPromptCache()
+        self.batch = kv.DecodeBatch()
+        self.inbox: queue.SimpleQueue[tuple[Command, float]] = queue.SimpleQueue()
+        self.waiting: deque[Seq] = deque()
+        self.prefilling: list[Seq] = []
+        self.decoding: dict[str, Seq] = {}
+        self.sessions: dict[str, Session] = {}
+        self.counters = WorkerCounters()
+        self.admission = Admission(self)
+        self.closed = False
+
+    # ------------------------------------------------------------------ driving
+
+    def submit(self, cmd: Command) -> None:
+        self.inbox.put((cmd, self.clock()))
+
+    @property
+    def running(self) -> int:
+        return len(self.prefilling) + len(self.decoding)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.prefilling or self.decoding) or not self.inbox.empty()
+
+    def step(self) -> bool:
+        """One scheduler tick; returns whether work remains."""
+        with torch.no_grad():
+            self._drain()
+            self._admit()
+            self._prefill_tick()
+            self._decode_tick()
+        return self.has_work()
+
+    def run_until_idle(self, on_step: Callable[[], None] | None = None) -> None:
+        while self.step():
+            if on_step:
+                on_step()
+        if on_step:
+            on_step()
+
+    def serve(self, idle_wait: float = 0.05) -> None:
+        """Run until Shutdown: block on the inbox while idle, tick while busy."""
+        while not self.closed:
+            if not (self.waiting or self.prefilling or self.decoding):
+                try:
+                    item = self.inbox.get(timeout=idle_wait)
+                except queue.Empty:
+                    continue
+                self._handle(*item)
+            self.step()
+
+    # ------------------------------------------------------------------ commands
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                item = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._handle(*item)
+
+    def _handle(self, cmd: Command, t_arrival: float) -> None:
+        if isinstance(cmd, Stop):
+            self._stop(cmd.request_id)
+        elif isinstance(cmd, EndSession):
+            self._end_session(cmd)
+        elif isinstance(cmd, Shutdown):
+            self._shutdown()
+        else:
+            seq = Seq(cmd.request_id, cmd, getattr(cmd, "params", None), t_arrival)
+            try:
+                self._validate(seq)
+            except OmnideskError as err:
+                self._error(seq.request_id, err)
+                return
+            self.waiting.append(seq)
+
+    def _validate(self, seq: Seq) -> None:
+        cmd = seq.command
+        if isinstance(cmd, Chat):
+            seq.msgs = parse_messages(cmd.messages)
+        elif isinstance(cmd, CreateSession):
+            if cmd.session_id in self.sessions:
+                raise InvalidRequest(f"Session {cmd.session_id} already exists.")
+        else:
+            session = self.sessions.get(cmd.session_id)
+            if session is None:
+                raise UnknownSession(f"Unknown session {cmd.session_id!r}: it was never created or has ended.")
+            if session.busy is not None:
+                raise InvalidRequest("This session is still busy with another request; stop it first.")
+            if isinstance(cmd, AppendInput):
+                seq.msgs = parse_messages(cmd.messages)
+            session.busy = seq.request_id
+            seq.session = session
+
+    def _stop(self, request_id: str) -> None:
+        for seq in self.waiting:
+            if seq.request_id == request_id:
+                self.waiting.remove(seq)
+                if seq.session is not None:
+                    seq.session.busy = None
+                self.emit(Done(request_id, "", finish_stats(seq, "cancelled", self.clock())))
+                return
+        for seq in [*self.prefilling, *self.decoding.values()]:
+            if seq.request_id == request_id:
+                seq.stop_requested = True
+                return
+        self._error(request_id, InvalidRequest(f"Nothing to stop: request {request_id!r} is not running.", code="unknown_request"))
+
+    def _end_session(self, cmd: EndSession) -> None:
+        session = self.sessions.pop(cmd.session_id, None)
+        if session is None:
+            self._error(cmd.request_id, UnknownSession(f"Unknown session {cmd.session_id!r}: it was never created or has ended."))
+            return
+        for seq in [*self.waiting, *self.prefilling, *self.decoding.values()]:
+            if seq.session is session:
+                if seq.phase is Phase.WAITING:
+                    self.waiting.remove(seq)
+                    self.emit(Done(seq.request_id, "", finish_stats(seq, "cancelled", self.clock())))
+                else:
+                    self._finish(seq, "cancelled")
+        session.slot.clear()
+        session.slot.session_id = None
+        self.emit(Done(cmd.request_id, "", slots=self.table.infos()))
+
+    def _shutdown(self) -> None:
+        err = OmnideskError("The worker is shutting down.", code="shutdown", retryable=True)
+        for seq in [*self.waiting, *self.prefilling, *self.decoding.values()]:
+            self._fail(seq, err)
+        self.closed = True
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _admit(self) -> None:
+        while self.waiting and self.running < self.cfg.max_running:
+            seq = self.waiting.popleft()
+            try:
+                self.admission.start(seq)
+            except OmnideskError as err:
+                self._fail(seq, err)
+                continue
+            if len(seq.kv_ids) >= len(seq.target) and not seq.generate:
+                self._prefill_done(seq)
+                self._finish(seq, "prefilled")
+            else:
+                self.prefilling.append(seq)
+
+    def _prefill_tick(self) -> None:
+        budget = self.cfg.prefill_budget
+        for seq in list(self.prefilling):
+            if seq.stop_requested:
+                self._finish(seq, "cancelled")
+                continue
+            if budget <= 0:
+                break
+            start = len(seq.kv_ids)
+            n = min(budget, self.cfg.prefill_chunk, len(seq.target) - start)
+            chunk = seq.target[start : start + n]
+            try:
+                out = self.model(
+                    input_ids=kv.as_batch(chunk, self.device),
+                    past_key_values=seq.cache,
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
+            except Exception as exc:  # OOM or a model bug: fail this request, keep the loop alive
+                self._fail(seq, _as_error(exc))
+                continue
+            seq.kv_ids += chunk
+            budget -= n
+            if len(seq.kv_ids) == len(seq.target):
+                self._prefill_done(seq)
+                if not seq.generate:
+                    self._finish(seq, "prefilled")
+                    continue
+                seq.sampler = Sampler(seq.params, str(self.device))
+                seq.decoder = StreamDecoder(self.template.tokenizer, seq.params.stop)
+                token = seq.sampler(out.logits[0, -1].float(), seq.target)
+                seq.t_first = self.clock()
+                reason = self._accept(seq, token)
+                if reason:
+                    self._finish(seq, reason)
+                else:
+                    self.prefilling.remove(seq)
+                    self.batch.add(seq.request_id, seq.cache)
+                    seq.cache, seq.phase = None, Phase.DECODE
+                    self.decoding[seq.request_id] = seq
+
+    def _prefill_done(self, seq: Seq) -> None:
+        seq.prefill_ms = 1000.0 * (self.clock() - seq.t_prefill_start)
+        self.emit(PrefillDone(seq.request_id, len(seq.target), seq.cached, seq.kind, seq.prefill_ms, seq.slot.index, seq.miss_reason))
+
+    def _decode_tick(self) -> None:
+        for seq in [s for s in self.decoding.values() if s.stop_requested]:
+            self._finish(seq, "stopped")
+        if not self.decoding:
+            return
+        seqs = [self.decoding[k] for k in self.batch.keys]
+        fed = [s.generated[-1] for s in seqs]
+        try:
+            out = self.model(**self.batch.step_inputs(fed, self.device), use_cache=True)
+        except Exception as exc:  # the batched cache is now unreliable: fail every row
+            err = _as_error(exc)
+            for seq in seqs:
+                self._fail(seq, err)
+            self.batch = kv.DecodeBatch()
+            return
+        for seq, token in zip(seqs, fed):
+            seq.kv_ids.append(token)
+        histories = [s.target + s.generated if s.sampler.needs_history else () for s in seqs]
+        tokens = sample_batch([s.sampler for s in seqs], out.logits[:, -1].float(), histories)
+        for seq, token in zip(seqs, tokens):
+            reason = self._accept(seq, token)
+            if reason:
+                self._finish(seq, reason)
+
+    def _accept(self, seq: Seq, token: int) -> str | None:
+        """Take a sampled token: stream its text; return a finish reason when the sequence ends."""
+        seq.generated.append(token)
+        seq.t_last = self.clock()
+        if token in self.template.eos_ids:
+            return "stop"
+        text = seq.decoder.push(token)
+        if text:
+            self.emit(ChunkEvent(seq.request_id, text, (token,)))
+        if seq.decoder.stopped:
+            return "stop"
+        if len(seq.generated) >= seq.max_new:
+            return "length"
+        return None
+
+    # ------------------------------------------------------------------ ending requests
+
+    def _detach(self, seq: Seq):
+        """Take the sequence out of the scheduler; return its batch-1 cache."""
+        if seq.request_id in self.decoding:
+            del self.decoding[seq.request_id]
+            return self.batch.remove(seq.request_id)
+        if seq in self.prefilling:
+            self.prefilling.remove(seq)
+        return seq.cache
+
+    def _finish(self, seq: Seq, reason: str) -> None:
+        cache = self._detach(seq)
+        if seq.decoder is not None:
+            tail = seq.decoder.finish()
+            if tail:
+                self.emit(ChunkEvent(seq.request_id, tail))
+        text = seq.decoder.text if seq.decoder is not None else ""
+        self.admission.release(seq, cache, text)
+        stats = finish_stats(seq, reason, self.clock())
+        self.counters.record(stats)
+        self.emit(Done(seq.request_id, text, stats, self.table.infos(), tuple(seq.generated)))
+
+    def _fail(self, seq: Seq, err: OmnideskError) -> None:
+        if seq.phase is Phase.WAITING:
+            if seq in self.waiting:
+                self.waiting.remove(seq)
+            if seq.session is not None:
+                seq.session.busy = None
+            if seq.slot is not None:  # setup got as far as taking a slot
+                self.admission.abandon(seq)
+        else:
+            self._detach(seq)
+            self.admission.abandon(seq)
+        self.counters.errors += 1
+        self._error(seq.request_id, err)
+
+    def _error(self, request_id: str, err: OmnideskError) -> None:
+        self.emit(ErrorEvent(request_id, err.code, err.message, err.retryable))
+
+    # ------------------------------------------------------------------ introspection
+
+    def check_integrity(self) -> None:
+        """Raise AssertionError if slots, sessions or the batch disagree (tests call it after every step)."""
+        active = {s.request_id for s in [*self.prefilling, *self.decoding.values()]}
+        self.table.check_integrity(kv.cache_len, active)
+        for seq in self.decoding.values():
+            assert self.batch.row_len(seq.request_id) == len(seq.kv_ids), "batch row length != sequence ids"
+        for seq in self.prefilling:
+            assert kv.cache_len(seq.cache) == len(seq.kv_ids), "prefill cache length != sequence ids"
+        assert len(self.batch) == len(self.decoding), "batch rows != decoding sequences"
+        for sid, session in self.sessions.items():
+            assert session.slot.session_id == sid, "session's slot is not pinned to it"
+
+
+def _as_error(exc: Exception) -> OmnideskError:
+    if isinstance(exc, OmnideskError):
+        return exc
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+        return OmnideskError("Out of memory while running the model; try a shorter conversation, fewer slots or bfloat16.", code="out_of_memory", retryable=True)
+    return OmnideskError(f"The model failed: {type(exc).__name__}: {exc}", code="internal")
+

@@ -1,0 +1,53 @@
+"""Helpers for worker tests: an independent uncached greedy oracle (full prefill from scratch,
+no batching), a client that checks integrity after every step, and a chat shortcut."""
+
+from __future__ import annotations
+
+import torch
+
+from desktop.engine.protocol import Chat, Done
+from desktop.model import kv
+from desktop.model.loader import LoadedModel
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+from desktop.workers.config import WorkerConfig
+from desktop.workers.local import LocalClient
+
+
+class Oracle:
+    """Greedy generation with no cache reuse: the whole prompt prefilled at once, every time."""
+
+    def __init__(self, lm: LoadedModel) -> None:
+        self.lm = lm
+        self.memo: dict[tuple, list[int]] = {}
+
+    @torch.no_grad()
+    def ids(self, prompt: list[int], max_tokens: int) -> list[int]:
+        key = (tuple(prompt), max_tokens)
+        if key not in self.memo:
+            cache = kv.new_cache(self.lm.model.config)
+            logits = self.lm.model(input_ids=torch.tensor([prompt]), past_key_values=cache, use_cache=True).logits[0, -1]
+            out: list[int] = []
+            while True:
+                token = int(logits.argmax())
+                out.append(token)
+                if token in self.lm.template.eos_ids or len(out) >= max_tokens:
+                    break
+                logits = self.lm.model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True).logits[0, -1]
+            self.memo[key] = out
+        return self.memo[key]
+
+    def chat(self, msgs: list[Message], max_tokens: int) -> list[int]:
+        return self.ids(self.lm.template.prompt_ids(msgs), max_tokens)
+
+
+def make_client(lm: LoadedModel, **config) -> LocalClient:
+    """A LocalClient whose worker's integrity is checked after every step."""
+    return LocalClient(lm, WorkerConfig(**config), on_step=lambda w: w.check_integrity())
+
+
+def chat(client: LocalClient, rid: str, msgs, max_tokens: int = 8) -> Done:
+    events = client.run(Chat(rid, tuple(msgs), SamplingParams(max_tokens=max_tokens)))
+    done = events[-1]
+    assert isinstance(done, Done), done
+    return done
