@@ -1,0 +1,1 @@
+"""Model layer: loading, tokenisation and chat templates, KV batching, sampling, detokenisation."""

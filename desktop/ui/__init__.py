@@ -1,0 +1,1 @@
+"""Qt windows and widgets: the only layer that knows about Qt widgets."""
