@@ -51,3 +51,25 @@ def chat(client: LocalClient, rid: str, msgs, max_tokens: int = 8) -> Done:
     done = events[-1]
     assert isinstance(done, Done), done
     return done
+
+
+def run_all(client: LocalClient, cmds) -> dict[str, list]:
+    """Submit all commands at once (they batch), step until each has its terminal event."""
+    from desktop.engine.protocol import TERMINAL
+
+    for cmd in cmds:
+        client.submit(cmd)
+    want = {c.request_id for c in cmds}
+    out: dict[str, list] = {rid: [] for rid in want}
+    while want:
+        for rid in list(want):
+            box = client.events.get(rid)
+            while box:
+                event = box.popleft()
+                out[rid].append(event)
+                if isinstance(event, TERMINAL):
+                    want.discard(rid)
+        if want:
+            assert client.worker.step() or any(client.events.get(r) for r in want), "worker idle with requests open"
+            client.on_step(client.worker)
+    return out

@@ -1,0 +1,121 @@
+"""Token selection from logits: repetition penalty, temperature, top-k, top-p, seeded sampling.
+One Sampler per sequence owns its generator; sample_batch argmaxes a greedy batch in one call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from desktop.model.params import SamplingParams
+
+
+class Sampler:
+    """Per-sequence sampler; holds its own torch.Generator seeded from params.seed (or random
+    when None).
+
+    Steps follow Hugging Face's order: repetition penalty, then greedy argmax or temperature,
+    top-k, top-p, and a draw from the generator. All maths is float32; the caller's logits
+    are never modified. Ties in greedy mode go to the lowest index (torch.argmax)."""
+
+    def __init__(self, params: SamplingParams, device: str = "cpu") -> None:
+        self.params = params
+        self.generator = torch.Generator(device=device)
+        if params.seed is None:
+            self.seed: int = self.generator.seed()  # non-deterministic; kept for logging
+        else:
+            self.seed = params.seed
+            self.generator.manual_seed(params.seed)
+
+    @property
+    def needs_history(self) -> bool:
+        """Whether the repetition penalty reads the history (otherwise it may be empty)."""
+        return self.params.repetition_penalty != 1.0
+
+    def __call__(self, logits: torch.Tensor, history: Sequence[int] | torch.Tensor) -> int:
+        """Pick the next token id from 1-D `logits` [vocab] given the ids seen so far."""
+        x = logits.float()
+        if self.needs_history and len(history):
+            x = apply_repetition_penalty(x, history, self.params.repetition_penalty)
+        if self.params.greedy:
+            return int(torch.argmax(x))
+        return self._sample(x / self.params.temperature)
+
+    def _sample(self, x: torch.Tensor) -> int:
+        probs, ids = top_k_top_p(x, self.params.top_k, self.params.top_p)
+        i = self._draw(probs)
+        return i if ids is None else int(ids[i])
+
+    def _draw(self, probs: torch.Tensor) -> int:
+        """Inverse-CDF draw with one uniform from the generator (torch.multinomial is several
+        times slower on a CPU vocab of 150k). Zero-probability tokens are never returned."""
+        cdf = torch.cumsum(probs, dim=-1)
+        u = torch.rand(1, generator=self.generator, device=self.generator.device)
+        idx = torch.searchsorted(cdf, u.to(cdf.device) * cdf[-1], right=True)
+        idx = idx.clamp_(max=cdf.shape[-1] - 1)
+        # float32 rounding can land on a zero-probability token (an empty step of the CDF):
+        # map any index to the first with the same CDF value, the token that made that step.
+        return int(torch.searchsorted(cdf, cdf[idx]))
+
+
+def top_k_top_p(
+    x: torch.Tensor, top_k: int, top_p: float
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Filter 1-D float32 logits to the candidates to draw from: (probs, ids).
+
+    `probs` sum to at most 1 (dropped candidates are 0); ids is None when probs cover the whole
+    vocab, otherwise the token id of each entry, in descending order of logit. Nothing sorts
+    the whole vocab unless the nucleus is large: a partial top-k is ~20x cheaper at 150k."""
+    if 0 < top_k < x.shape[-1]:
+        vals, ids = torch.topk(x, top_k)
+        probs = torch.softmax(vals, dim=-1)  # top-p sees the distribution top-k left
+    elif top_p < 1.0:
+        lse = torch.logsumexp(x, dim=-1)
+        for k in (256, 4096, x.shape[-1]):
+            if k >= x.shape[-1]:
+                vals, ids = torch.sort(x, descending=True)
+                break
+            vals, ids = torch.topk(x, k)
+            if float(torch.exp(vals - lse).sum()) >= top_p:
+                break  # the nucleus ends inside these k candidates
+        probs = torch.exp(vals - lse)
+    else:
+        return torch.softmax(x, dim=-1), None
+    if top_p < 1.0:
+        # Keep a token while the mass strictly above it is below top_p; the first always stays.
+        keep = torch.cumsum(probs, dim=-1) - probs < top_p
+        keep[0] = True
+        probs = probs.masked_fill(~keep, 0.0)
+    return probs, ids
+
+
+def apply_repetition_penalty(
+    x: torch.Tensor, history: Sequence[int] | torch.Tensor, penalty: float
+) -> torch.Tensor:
+    """CTRL penalty on tokens in `history`: divide positive logits by `penalty`, multiply negative.
+
+    Returns a new tensor; duplicates in `history` are harmless (scatter writes the same value)."""
+    idx = torch.as_tensor(history, dtype=torch.long, device=x.device)
+    score = x.gather(0, idx)
+    score = torch.where(score < 0, score * penalty, score / penalty)
+    return x.scatter(0, idx, score)
+
+
+def sample_batch(
+    samplers: Sequence[Sampler],
+    logits: torch.Tensor,
+    histories: Sequence[Sequence[int] | torch.Tensor],
+) -> list[int]:
+    """One token per row of `logits` [B, vocab]; row i uses samplers[i] and histories[i].
+
+    Rows that are greedy without repetition penalty share one batched argmax."""
+    if not len(samplers) == logits.shape[0] == len(histories):
+        raise ValueError(
+            f"batch mismatch: {len(samplers)} samplers, {logits.shape[0]} rows, "
+            f"{len(histories)} histories"
+        )
+    plain = [s.params.greedy and not s.needs_history for s in samplers]
+    if all(plain):
+        return torch.argmax(logits, dim=-1).tolist()
+    fast = torch.argmax(logits, dim=-1).tolist() if any(plain) else []
+    return [fast[i] if plain[i] else s(logits[i], histories[i]) for i, s in enumerate(samplers)]
