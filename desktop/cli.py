@@ -1,0 +1,133 @@
+"""Terminal chat: the headless way in. Streams replies and prints cached/new tokens and TTFT after
+each turn. `python -m desktop chat --model PATH` for another model; /help lists commands."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+
+HELP = "Commands: /regen (new reply to the last message), /reset (new conversation), /stats, /quit"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="omnidesk", description="Omnidesk: a private local assistant whose KV cache survives between turns.")
+    p.add_argument("command", nargs="?", default="chat", choices=["chat"], help="what to start (default: chat)")
+    p.add_argument("--model", default="default", help="'default' (embedded SmolLM2), a local Hugging Face folder or a .gguf file")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--system", default="You are a helpful assistant.", help="system prompt ('' for none)")
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--cache-mode", default="imc+spc", choices=["off", "spc", "imc", "imc+spc"])
+    p.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1), help="CPU threads for the model")
+    return p.parse_args(argv)
+
+
+def _progress(stage: str, fraction: float | None) -> None:
+    pct = f" {fraction * 100:.0f}%" if fraction is not None else ""
+    print(f"\r\033[K{stage}{pct}", end="" if stage != "Ready" else "\n", file=sys.stderr, flush=True)
+
+
+def badge(stats) -> str:
+    """One line of numbers about a finished turn."""
+    why = f", {stats.miss_reason}" if stats.miss_reason else ""
+    return (
+        f"[cached {stats.cached_tokens} / new {stats.new_tokens} tokens · {stats.kind}{why} · "
+        f"TTFT {stats.ttft_ms:.0f} ms · {stats.tok_s:.1f} tok/s · {stats.finish_reason}]"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from desktop.errors import OmnideskError
+
+    try:
+        return _chat(args)
+    except OmnideskError as err:
+        print(f"\nerror: {err.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+def _chat(args: argparse.Namespace) -> int:
+    import torch
+
+    from desktop.engine.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
+    from desktop.model.loader import ModelSpec, load_model
+    from desktop.model.messages import Message
+    from desktop.model.params import SamplingParams
+    from desktop.workers.config import WorkerConfig
+    from desktop.workers.local import LocalClient
+
+    torch.set_num_threads(max(1, args.threads))
+    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature)
+    lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=_progress)
+    client = LocalClient(lm, WorkerConfig(cache_mode=args.cache_mode))
+    system = [Message("system", args.system)] if args.system else []
+    msgs: list[Message] = list(system)
+    print(f"{lm.name} on {lm.device} ({lm.dtype}), context {lm.context_length} tokens. {HELP}", file=sys.stderr)
+    interactive = sys.stdin.isatty()
+    while True:
+        try:
+            line = input("you> " if interactive else "")
+        except EOFError:
+            return 0
+        line = line.strip()
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            return 0
+        if line == "/help":
+            print(HELP)
+            continue
+        if line == "/reset":
+            msgs = list(system)
+            print("(new conversation)")
+            continue
+        if line == "/stats":
+            print(client.worker.counters.snapshot())
+            continue
+        if line == "/regen":
+            if not msgs or msgs[-1].role != "assistant":
+                print("(nothing to regenerate yet)")
+                continue
+            msgs.pop()
+        else:
+            msgs.append(Message("user", line))
+        rid = uuid.uuid4().hex[:8]
+        print("assistant> ", end="", flush=True)
+        stream = client.stream(Chat(rid, tuple(msgs), params))
+        done = None
+        while done is None:
+            try:
+                for event in stream:
+                    if isinstance(event, ChunkEvent):
+                        print(event.text_delta, end="", flush=True)
+                    elif isinstance(event, (Done, ErrorEvent)):
+                        done = event
+            except KeyboardInterrupt:  # Ctrl+C stops the reply, keeps the conversation
+                client.submit(Stop(rid))
+                stream = client.stream(None, rid)
+        print()
+        if isinstance(done, ErrorEvent):
+            print(f"error: {done.message}", file=sys.stderr)
+            if msgs and msgs[-1].role == "user" and line != "/regen":
+                msgs.pop()
+            continue
+        msgs.append(Message("assistant", done.text))
+        print(badge(done.stats), file=sys.stderr)
+
+
+def main_gui() -> int:
+    """Entry point for the desktop window; the terminal chat until the window lands."""
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""Loading an LLM for a worker: the embedded default, the tiny test model, a local Hugging Face
+folder or a GGUF file, into model + tokenizer + chat template, failing only with ModelLoadError."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError
+from desktop.model.chat_template import ChatTemplate
+from desktop.model.default_model import (
+    Progress,
+    converted_default_dir,
+    embedded_default_gguf,
+    ensure_converted,
+)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported on this path
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = [
+    "LoadedModel", "ModelSpec", "context_length", "converted_default_dir", "embedded_default_gguf",
+    "kv_bytes_per_token", "load_model",
+]
+
+DTYPE_SIZES = {"float32": 4, "bfloat16": 2, "float16": 2}
+MAX_CONTEXT = 131072  # configs may claim 1M+ positions; nothing here would fill that
+TINY_NAME = "omnidesk-tiny"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """What to load and where. `source`: "default" (embedded SmolLM2), "tiny" (test model),
+    a local Hugging Face model folder, or a .gguf file."""
+
+    source: str = "default"
+    dtype: str = "float32"
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source, str) or not self.source.strip():
+            raise ModelLoadError('No model chosen: use "default", a model folder or a .gguf file.')
+        if self.dtype not in DTYPE_SIZES:
+            raise ModelLoadError(
+                f"Unknown dtype {self.dtype!r}: use one of {', '.join(DTYPE_SIZES)}."
+            )
+        if not isinstance(self.device, str) or not _DEVICE.fullmatch(self.device):
+            raise ModelLoadError(f"Unknown device {self.device!r}: use cpu, cuda or cuda:N (e.g. cuda:1).")
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for inference (eval mode, on `device`, in `dtype`) with its tokenizer."""
+
+    model: "PreTrainedModel"
+    tokenizer: "PreTrainedTokenizerBase"
+    template: ChatTemplate
+    name: str
+    context_length: int
+    kv_bytes_per_token: int
+    device: str
+    dtype: str
+    supports_images: bool = False
+
+
+def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel:
+    """Load `spec`, calling `progress(stage, fraction or None)` at each stage.
+
+    Every failure the user can cause (missing path, not a model, unsupported architecture,
+    corrupt files, no CUDA, out of memory) raises ModelLoadError with the cause chained."""
+    report = progress or (lambda stage, fraction: None)
+    start = time.perf_counter()
+    _check_device(spec.device)
+    if spec.source == "tiny":
+        name, (model, tokenizer) = TINY_NAME, _load_tiny(spec, report)
+    elif spec.source == "default":
+        with _load_errors("the embedded default model"):
+            folder = ensure_converted(report)
+        name = folder.name.rsplit("-", 1)[0]  # "<name>-<hash>", see converted_default_dir()
+        model, tokenizer = _load_folder(folder, spec, report, f" (delete {folder} to convert it again)")
+    else:
+        path, is_gguf = _resolve(spec.source)
+        name = path.stem if is_gguf else path.name
+        model, tokenizer = (_load_gguf if is_gguf else _load_folder)(path, spec, report)
+    model.eval()
+    with _load_errors(f"{name}'s model configuration"):
+        context, kv_bytes = context_length(model.config), kv_bytes_per_token(model.config, spec.dtype)
+    try:
+        template = ChatTemplate(tokenizer)
+    except InvalidRequest as exc:  # the template refused even a one-message probe
+        raise ModelLoadError(f"The chat template of {name} does not work: {exc.message}") from exc
+    loaded = LoadedModel(model, tokenizer, template, name, context, kv_bytes, spec.device, spec.dtype)
+    log.info("Loaded %s (%s, %s) in %.2f s", name, spec.dtype, spec.device, time.perf_counter() - start)
+    report("Ready", 1.0)
+    return loaded
+
+
+def context_length(config: Any) -> int:
+    """Context window from the (text) config, capped at MAX_CONTEXT; 2048 if it names none."""
+    cfg = config.get_text_config()
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(cfg, key, None)
+        if isinstance(value, int) and value > 0:
+            return min(value, MAX_CONTEXT)
+    return 2048
+
+
+def kv_bytes_per_token(config: Any, dtype: str) -> int:
+    """Bytes of K and V one token adds to the cache: 2 · layers · kv_heads · head_dim · size."""
+    cfg = config.get_text_config()
+    heads = cfg.num_attention_heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return 2 * cfg.num_hidden_layers * kv_heads * head_dim * DTYPE_SIZES[dtype]
+
+
+def _load_tiny(spec: ModelSpec, report: Progress):
+    from desktop.model.tiny import tiny_model, tiny_tokenizer
+
+    report("Loading tokenizer…", None)
+    tokenizer = tiny_tokenizer()
+    report("Loading model…", None)
+    with _load_errors("the tiny test model"):
+        model = tiny_model(dtype=spec.dtype).to(spec.device)
+    return model, tokenizer
+
+
+def _load_folder(folder: Path, spec: ModelSpec, report: Progress, hint: str = ""):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _check_folder(folder)
+    # Tokenizer first: it is quick and fails fast before the slow weight load.
+    report("Loading tokenizer…", None)
+    with _load_errors(f"the tokenizer in {folder}{hint}"):
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    report("Loading model…", None)
+    with _load_errors(f"the model in {folder}{hint}"):
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=getattr(torch, spec.dtype), local_files_only=True, **_placement(spec.device)
+        )
+    return model, tokenizer
+
+
+def _load_gguf(path: Path, spec: ModelSpec, report: Progress):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    report("Loading tokenizer…", None)
+    with _load_errors(f"the GGUF file {path}"):
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+    report("Loading model…", None)
+    with _load_errors(f"the GGUF file {path}"):
+        model = AutoModelForCausalLM.from_pretrained(
+            path.parent,
+            gguf_file=path.name,
+            dtype=getattr(torch, spec.dtype),
+            local_files_only=True,
+            **_placement(spec.device),
+        )
+    return model, tokenizer
+
+
+def _placement(device: str) -> dict[str, Any]:
+    # device_map puts weights straight onto the GPU instead of staging them in host RAM.
+    return {} if device == "cpu" else {"device_map": device}
+
+
+def _resolve(source: str) -> tuple[Path, bool]:
+    """(path, is_gguf) for a user-given source, or a ModelLoadError saying what is wrong."""
+    path = Path(source).expanduser().resolve()
+    if not path.exists():
+        raise ModelLoadError(
+            f"No model at {path}: the path does not exist. Choose a model folder or a .gguf file."
+        )
+    if path.is_file() and path.name == "config.json":
+        path = path.parent
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return path, False
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return ggufs[0], True
+        if ggufs:
+            names = ", ".join(p.name for p in ggufs)
+            raise ModelLoadError(f"The folder {path} holds several GGUF files ({names}); choose one of them.")
+        raise ModelLoadError(
+            f"{path} is not a model folder: it has no config.json. Choose a Hugging Face model "
+            "folder (config.json, tokenizer and *.safetensors) or a .gguf file."
+        )
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise ModelLoadError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    if magic == b"GGUF":
+        return path, True
+    if path.suffix.lower() == ".gguf":
+        raise ModelLoadError(
+            f"{path} is not a valid GGUF file: it does not start with the GGUF header. "
+            "It may be corrupt or incompletely downloaded."
+        )
+    raise ModelLoadError(
+        f"{path} is not a model. Choose a Hugging Face model folder (with config.json) or a .gguf file."
+    )
+
+
+def _check_folder(folder: Path) -> None:
+    """Fail early, with a precise message, on folders that cannot hold a loadable causal LM."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(
+            f"{folder / 'config.json'} is not readable JSON ({exc}); the model folder is damaged."
+        ) from exc
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{folder / 'config.json'} is not a model configuration.")
+    _check_architecture(config.get("model_type"), "auto_map" in config, folder)
+    if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.bin")):
+        raise ModelLoadError(
+            f"{folder} has a config.json but no weights (*.safetensors); the model is incomplete."
+        )
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelLoadError(
+            f"{folder} has no tokenizer (tokenizer.json); copy the tokenizer files of the model into it."
+        )
+
+
+def _check_architecture(model_type: Any, custom_code: bool, folder: Path) -> None:
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if not isinstance(model_type, str) or not model_type:
+        raise ModelLoadError(f"{folder / 'config.json'} names no model_type; this is not a supported model.")
+    if model_type not in CONFIG_MAPPING_NAMES:
+        extra = " It needs custom code, which Omnidesk does not run." if custom_code else ""
+        raise ModelLoadError(
+            f"Unsupported architecture {model_type!r} in {folder}: transformers "
+            f"{transformers.__version__} does not know it.{extra} Choose another model."
+        )
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ModelLoadError(
+            f"Unsupported architecture {model_type!r} in {folder}: it is not a text-generation "
+            "(causal language) model."
+        )
+
+
+def _check_device(device: str) -> None:
+    if device == "cpu":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        build = " (this torch is a CPU-only build)" if torch.version.cuda is None else ""
+        raise ModelLoadError(
+            f"Device {device!r} was requested but CUDA is not available{build}. Use device cpu."
+        )
+    index, count = int(device.partition(":")[2] or 0), torch.cuda.device_count()
+    if index >= count:
+        raise ModelLoadError(f"Device {device!r} does not exist: this machine has {count} CUDA device(s).")
+
+
+@contextmanager
+def _load_errors(what: str) -> Iterator[None]:
+    """Turn anything a load raises into a ModelLoadError naming `what`, cause chained."""
+    import torch
+
+    try:
+        yield
+    except OmnideskError:
+        raise
+    except (MemoryError, torch.OutOfMemoryError) as exc:
+        raise _out_of_memory(what) from exc
+    except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        if "out of memory" in detail.lower() or "can't allocate memory" in detail.lower():
+            raise _out_of_memory(what) from exc
+        if type(exc).__name__ == "SafetensorError":
+            raise ModelLoadError(
+                f"The weights of {what} are corrupt or incomplete ({detail}). "
+                "Download or export the model again."
+            ) from exc
+        raise ModelLoadError(
+            f"Could not load {what}: {detail}. The files may be corrupt or incompletely downloaded, "
+            "or of a kind this version of transformers cannot load."
+        ) from exc
+
+
+def _out_of_memory(what: str) -> ModelLoadError:
+    return ModelLoadError(
+        f"Out of memory while loading {what}. Try a smaller dtype (bfloat16), a smaller model, "
+        "or close other programs to free memory."
+    )
