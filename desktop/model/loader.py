@@ -82,6 +82,9 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
     corrupt files, no CUDA, out of memory) raises ModelLoadError with the cause chained."""
     report = progress or (lambda stage, fraction: None)
     start = time.perf_counter()
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own progress callback reports the stages
     _check_device(spec.device)
     if spec.source == "tiny":
         name, (model, tokenizer) = TINY_NAME, _load_tiny(spec, report)
