@@ -68,18 +68,22 @@ class Matcher:
         bounds = slot.bounds[:k] + [base + b for b in delta.bounds or []]
         prompt = canon + gen
         reuse = min(common_prefix(slot.ids, prompt), len(prompt) - 1)
+        # a new version of the slot's last reply (regenerate, or the client's own text of it)
+        replaces_reply = k == len(slot.hashes) - 1 and slot.msgs[-1].role == "assistant"
         if reuse >= len(canon):
             kind, reason = MatchKind.HIT, ""
-        elif k == len(slot.hashes):  # the slot's whole conversation is a prefix of this one
+        elif k == len(slot.hashes) or replaces_reply:  # the slot's conversation is this one's prefix
             kind, reason = MatchKind.EXTEND, ""
         else:
             kind, reason = MatchKind.PREFIX, "edited" if k < len(msgs) - 1 else "branched"
         plan = Plan(slot, kind, reuse, prompt, canon, bounds, miss_reason=reason)
-        return self._branch(plan) if k < len(slot.hashes) else plan
+        return self._branch(plan) if k < len(slot.hashes) and not replaces_reply else plan
 
     def _branch(self, plan: Plan) -> Plan:
-        """A request that diverges from a slot's conversation keeps that conversation intact when an
-        empty slot can take the shared prefix as a copy; otherwise the slot is cropped in place."""
+        """A request that diverges from a slot's conversation before its last reply (an edit, or
+        another conversation with the same system prompt) keeps that conversation intact when an
+        empty slot can take the shared prefix as a copy; otherwise the slot is cropped in place.
+        A new version of the last reply (regenerate) simply replaces it."""
         empty = self.table.empty_slot()
         if empty is not None:
             plan.source, plan.slot = plan.slot, empty

@@ -1,0 +1,34 @@
+"""Load a model and build its Worker, reporting progress as WorkerStatus(LOADING, stage); shared
+by the thread host and the subprocess child so both run exactly the same code."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from desktop.engine.protocol import Event
+from desktop.model.loader import ModelSpec, load_model
+from desktop.workers.config import WorkerConfig
+from desktop.workers.host import WorkerState
+
+
+def load_worker(
+    spec: ModelSpec,
+    config: WorkerConfig,
+    emit: Callable[[Event], None],
+    status: Callable[[WorkerState, str], None],
+    threads: int | None = None,
+):
+    """Raises OmnideskError (e.g. ModelLoadError) when the model cannot be loaded."""
+    import torch
+
+    from desktop.workers.worker import Worker
+
+    if threads:
+        torch.set_num_threads(threads)
+    status(WorkerState.LOADING, "Starting…")
+
+    def progress(stage: str, fraction: float | None) -> None:
+        status(WorkerState.LOADING, stage if fraction is None else f"{stage} {fraction:.0%}")
+
+    loaded = load_model(spec, progress=progress)
+    return Worker(loaded, config, emit=emit)
