@@ -18,6 +18,7 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = field(default_factory=tuple)
+    ignore_eos: bool = False  # generate exactly max_tokens (benchmarks)
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_tokens, int) or self.max_tokens < 0:

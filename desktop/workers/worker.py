@@ -277,7 +277,7 @@ class Worker:
         """Take a sampled token: stream its text; return a finish reason when the sequence ends."""
         seq.generated.append(token)
         seq.t_last = self.clock()
-        if token in self.template.eos_ids:
+        if token in self.template.eos_ids and not seq.params.ignore_eos:
             return "stop"
         text = seq.decoder.push(token)
         if text:
