@@ -1,0 +1,36 @@
+"""Which worker hosts to start for a model: one spawned subprocess per CUDA GPU; on the CPU a
+configurable number (default 1: a thread host; more: subprocesses sharing the cores)."""
+
+from __future__ import annotations
+
+import os
+
+from desktop.model.loader import ModelSpec
+from desktop.workers.config import WorkerConfig
+from desktop.workers.host import WorkerHost
+from desktop.workers.process_host import ProcessHost
+from desktop.workers.thread_host import ThreadHost
+
+
+def cuda_devices() -> int:
+    """GPUs visible to this process (0 without CUDA); does not initialise a CUDA context."""
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # a broken driver counts as no GPU
+        return 0
+
+
+def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, cores: int | None = None) -> list[WorkerHost]:
+    cores = cores or os.cpu_count() or 1
+    if spec.device == "cuda":
+        gpus = cuda_devices()
+        if gpus:
+            return [ProcessHost(f"gpu{i}", spec, config, gpu=i, threads=1) for i in range(gpus)]
+    if spec.device.startswith("cuda:"):
+        return [ProcessHost(f"gpu{spec.device[5:]}", spec, config, gpu=int(spec.device[5:]), threads=1)]
+    if cpu_workers <= 1:
+        return [ThreadHost("cpu0", spec, config, threads=cores)]
+    per = max(1, cores // cpu_workers)  # oversubscribed OpenMP threads are pathologically slow
+    return [ProcessHost(f"cpu{i}", spec, config, threads=per) for i in range(cpu_workers)]
