@@ -22,7 +22,7 @@ OPS = st.one_of(
     st.tuples(st.just("system"), st.integers(0, 2), TEXT),
     st.tuples(st.just("long"), st.integers(0, 2)),
 )
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 def request_for(op, conv: list[Message]) -> list[Message]:

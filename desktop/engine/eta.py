@@ -1,0 +1,52 @@
+"""Queue timing: a moving average of recent service times (for a queued request's ETA) and a
+window of recent queue waits (for the p50/p95 shown in the admin panel and /metrics)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+class ServiceTimes:
+    """Moving average of how long a worker's capacity stays taken by one request.
+
+    Before the first sample the average is `prior_s`, a guess for a short chat turn."""
+
+    def __init__(self, window: int = 32, prior_s: float = 2.0) -> None:
+        if window < 1 or prior_s < 0:
+            raise ValueError(f"window must be ≥ 1 and prior_s ≥ 0 (got {window}, {prior_s}).")
+        self._samples: deque[float] = deque(maxlen=window)
+        self._prior_s = prior_s
+
+    def add(self, seconds: float) -> None:
+        """Record one request's service time (dispatch to terminal event)."""
+        self._samples.append(max(seconds, 0.0))
+
+    @property
+    def mean_s(self) -> float:
+        return sum(self._samples) / len(self._samples) if self._samples else self._prior_s
+
+    def eta(self, position: int, capacity: int) -> float:
+        """Seconds until the request at 1-based `position` should start, with `capacity`
+        sequences served at once by the workers it can use."""
+        return position * self.mean_s / max(capacity, 1)
+
+
+class Waits:
+    """The last `window` queue waits in milliseconds (0 for requests dispatched at once)."""
+
+    def __init__(self, window: int = 1000) -> None:
+        self._samples: deque[float] = deque(maxlen=window)
+
+    def add(self, ms: float) -> None:
+        self._samples.append(max(ms, 0.0))
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def percentile(self, q: float) -> float:
+        """Nearest-rank percentile, q in [0, 100]; 0.0 when nothing was recorded."""
+        if not self._samples:
+            return 0.0
+        ordered = sorted(self._samples)
+        rank = max(int(-(-q * len(ordered) // 100)), 1)  # ceil(q/100 · n), at least the first
+        return ordered[min(rank, len(ordered)) - 1]

@@ -1,0 +1,300 @@
+"""The engine's front door: stateless cache-routed chat and stateful sessions pinned to a worker,
+served by a pool of worker hosts as async event streams (asyncio only, no Qt)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import Counter
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Sequence
+
+from desktop.engine.pool import Entry, Pool
+from desktop.engine.protocol import (
+    TERMINAL, AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Event, Generate,
+    PrefillDone, QueueDone, Queued, QueueUpdate, Stop, TokenStats,
+)
+from desktop.engine.sessions import SessionTable
+from desktop.engine.streams import Request, RequestStream
+from desktop.errors import InvalidRequest, OmnideskError, UnknownRequest, WorkerCrashed
+from desktop.model.messages import Message, history_hash, parse_messages, prefix_hashes
+from desktop.model.params import SamplingParams
+from desktop.workers.host import WorkerHost, WorkerState, WorkerStatus
+
+log = logging.getLogger(__name__)
+
+
+class Gateway:
+    """Queue, route and stream requests over worker hosts. Call every method on the loop that ran
+    `start()`; hosts may report from any thread (their events hop onto that loop).
+
+    Refusals at the door raise (QueueFullError, UnknownSession, InvalidRequest); once admitted,
+    a request ends with exactly one Done or ErrorEvent on its stream."""
+
+    def __init__(self, hosts: Sequence[WorkerHost], *, queue_max: int = 64,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._hosts: dict[str, WorkerHost] = {host.worker_id: host for host in hosts}
+        if not hosts or len(self._hosts) != len(hosts):
+            raise ValueError(f"The gateway needs one or more hosts with distinct worker ids (got {list(self._hosts)}).")
+        self._pool = Pool(self._hosts, queue_max=queue_max, on_assign=self._on_assign,
+                          on_position=self._on_position, clock=clock)
+        self._requests: dict[str, Request] = {}
+        self._sessions = SessionTable()
+        self._counts: Counter[str] = Counter()
+        self._kinds: Counter[str] = Counter()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed = asyncio.Event()
+        self._closed = False
+
+    # ------------------------------------------------------------------ life
+
+    async def start(self) -> None:
+        """Start every host; requests may be sent at once and wait while workers load."""
+        if self._loop is not None:
+            raise RuntimeError("The gateway is already started.")
+        self._loop = asyncio.get_running_loop()
+        for host in self._hosts.values():
+            host.start(self._sink)
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until no worker is still loading; True when at least one is up."""
+        async def settled() -> None:
+            while any(w.state is WorkerState.LOADING for w in self._pool.workers.values()):
+                await self._changed.wait()
+        await asyncio.wait_for(settled(), timeout)
+        return any(w.up for w in self._pool.workers.values())
+
+    async def close(self) -> None:
+        """Fail what is queued or running (code "shutdown") and close every host."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.drain()
+        for rid in list(self._requests):
+            self._fail(rid, "shutdown", "The assistant is shutting down.", release=False)
+        if self._loop is not None:
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(None, h.close) for h in self._hosts.values()),
+                                 return_exceptions=True)
+
+    # ------------------------------------------------------------------ requests
+
+    def chat(self, messages: Iterable[Any], params: SamplingParams = SamplingParams(), *,
+             request_id: str | None = None) -> RequestStream:
+        """A stateless turn over the whole conversation, routed to the worker that caches it."""
+        msgs = parse_messages(messages)
+        rid = self._new_id(request_id)
+        entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs),
+                      hashes=tuple(prefix_hashes(msgs)))
+        return self._enqueue(entry, msgs)
+
+    async def create_session(self, system: str | None = None) -> str:
+        """Open a session on one worker (for its whole life) and prefill the system prompt."""
+        sid = f"s-{uuid.uuid4().hex[:12]}"
+        rid = f"create-{sid}"
+        hashes = tuple(prefix_hashes([Message("system", system)])) if system else ()
+        entry = Entry(rid, CreateSession(rid, sid, system), self._future(), session_id=sid, hashes=hashes)
+        self._enqueue(entry)
+        try:
+            event = await asyncio.shield(entry.done)
+        except asyncio.CancelledError:  # the caller gave up: never leave a session behind
+            if self._pool.is_queued(rid):
+                await self.cancel(rid)
+            elif rid in self._requests:
+                self._requests[rid].end_after = True
+            raise
+        if isinstance(event, ErrorEvent):
+            cls = WorkerCrashed if event.code == WorkerCrashed.code else OmnideskError
+            raise cls(event.message, code=event.code, retryable=event.retryable)
+        return sid
+
+    def append_input(self, session_id: str, messages: Iterable[Any]) -> RequestStream:
+        """Append messages to a session and prefill them (waits for the session's worker)."""
+        worker_id = self._sessions.worker_of(session_id)
+        msgs = parse_messages(messages)
+        rid = self._new_id(None)
+        entry = Entry(rid, AppendInput(rid, session_id, msgs), self._future(), pin=worker_id, session_id=session_id)
+        return self._enqueue(entry)
+
+    def generate_stream(self, session_id: str, params: SamplingParams = SamplingParams()) -> RequestStream:
+        """Generate the session's reply from what was appended so far."""
+        worker_id = self._sessions.worker_of(session_id)
+        rid = self._new_id(None)
+        entry = Entry(rid, Generate(rid, session_id, params), self._future(), pin=worker_id, session_id=session_id)
+        return self._enqueue(entry)
+
+    async def cancel(self, request_id: str) -> None:
+        """Queued: removed, ends with Done(finish_reason="cancelled"). Running: Stop goes to its
+        worker, whose terminal event ends the stream. Else UnknownRequest."""
+        req = self._requests.get(request_id)
+        if req is None or req.side:
+            raise UnknownRequest(f"Request {request_id!r} is not queued or running (it may have finished already).")
+        if self._pool.cancel(request_id) is not None:
+            self._end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
+        elif not req.stop_sent:
+            req.stop_sent = True
+            self._submit(req.entry.worker_id, Stop(request_id))  # type: ignore[arg-type]
+
+    async def end_session(self, session_id: str) -> None:
+        """Close a session: its queued commands are cancelled, a running one is stopped, and its
+        worker frees the KV. Later use of the id raises UnknownSession; ending it again, or
+        after its worker crashed, does nothing."""
+        if self._sessions.is_closed(session_id):
+            return
+        worker_id = self._sessions.end(session_id)
+        for req in [r for r in self._requests.values() if r.entry.session_id == session_id and not r.side]:
+            await self.cancel(req.request_id)
+        if self._pool.workers[worker_id].up:
+            event = await asyncio.shield(self._send_end(worker_id, session_id).entry.done)
+            if isinstance(event, ErrorEvent) and event.code not in (WorkerCrashed.code, "shutdown"):
+                log.warning("Worker %s could not end session %s: %s", worker_id, session_id, event.message)
+
+    def stats(self) -> dict:
+        """Workers (state, in flight, slot mirror, sessions), queue (length, p50/p95 wait, ETA),
+        request counts, routing decisions and the cache kinds the workers reported."""
+        workers = self._pool.worker_stats()
+        for w in workers:
+            w["sessions"] = len(self._sessions.on_worker(w["id"]))
+        requests = {k: self._counts[k] for k in ("submitted", "completed", "cancelled", "failed", "dropped_events")}
+        return {"workers": workers, "queue": self._pool.queue_stats(),
+                "requests": {**requests, "running": len(self._pool.running())},
+                "routing": dict(self._pool.routes), "cache": dict(self._kinds), "sessions": len(self._sessions)}
+
+    # ------------------------------------------------------------------ internals: admission
+
+    def _future(self) -> asyncio.Future:
+        if self._loop is None:
+            raise RuntimeError("Call Gateway.start() first.")
+        if self._closed:
+            raise OmnideskError("The assistant is shutting down.", code="shutdown")
+        return self._loop.create_future()
+
+    def _new_id(self, request_id: str | None) -> str:
+        if request_id is None:
+            return uuid.uuid4().hex
+        if request_id in self._requests:
+            raise InvalidRequest(f"Request id {request_id!r} is already in use by a running request.")
+        return request_id
+
+    def _enqueue(self, entry: Entry, messages: tuple[Message, ...] = ()) -> RequestStream:
+        req = Request(entry, messages=messages)
+        self._requests[entry.request_id] = req
+        try:
+            self._pool.submit(entry)  # may assign at once: on_assign needs the request registered
+        except Exception:
+            del self._requests[entry.request_id]
+            raise
+        self._counts["submitted"] += 1
+        return RequestStream(req, self.cancel)
+
+    def _send_end(self, worker_id: str, session_id: str) -> Request:
+        rid = f"end-{session_id}"
+        entry = Entry(rid, EndSession(rid, session_id), self._loop.create_future(), session_id=session_id)  # type: ignore[union-attr]
+        entry.worker_id = worker_id
+        req = self._requests[rid] = Request(entry, side=True)
+        self._submit(worker_id, entry.cmd)
+        return req
+
+    # ------------------------------------------------------------------ internals: pool callbacks
+
+    def _on_assign(self, entry: Entry) -> None:
+        req = self._requests[entry.request_id]
+        if req.queued:
+            req.events.put_nowait(QueueDone(entry.request_id, entry.waited_ms))
+        self._submit(entry.worker_id, entry.cmd)  # type: ignore[arg-type]
+
+    def _on_position(self, entry: Entry, first: bool) -> None:
+        req = self._requests[entry.request_id]
+        req.queued = True
+        req.events.put_nowait((Queued if first else QueueUpdate)(entry.request_id, entry.position, entry.eta_s))
+
+    def _submit(self, worker_id: str, cmd: Any) -> None:
+        try:
+            self._hosts[worker_id].submit(cmd)
+        except Exception as exc:  # a broken host: fail the request, never the dispatch pass
+            log.exception("Worker %s refused a command", worker_id)
+            message = f"Worker {worker_id} could not take the request: {exc}"
+            self._loop.call_soon(self._fail, cmd.request_id, "worker_crashed", message)  # type: ignore[union-attr]
+
+    # ------------------------------------------------------------------ internals: events
+
+    def _sink(self, worker_id: str, event: Event | WorkerStatus) -> None:
+        """Called by hosts from any thread: hop onto the gateway's loop."""
+        if self._loop is None or self._closed:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._on_event, worker_id, event)
+        except RuntimeError:  # the loop is closed: the app is exiting
+            pass
+
+    def _on_event(self, worker_id: str, event: Event | WorkerStatus) -> None:
+        if self._closed:
+            return
+        if isinstance(event, WorkerStatus):
+            self._on_status(event)
+            return
+        req = self._requests.get(event.request_id)
+        if req is None or req.entry.worker_id != worker_id:  # late (after a crash, cancel or Stop)
+            self._counts["dropped_events"] += 1
+            log.debug("Dropped %s from %s for a request not running there", type(event).__name__, worker_id)
+            return
+        if isinstance(event, PrefillDone):
+            self._pool.note_slot(event.request_id, event.slot)
+        if isinstance(event, TERMINAL):
+            self._end(req, event)
+        else:
+            req.events.put_nowait(event)
+
+    def _on_status(self, status: WorkerStatus) -> None:
+        mirror = self._pool.workers.get(status.worker_id)
+        if mirror is None:
+            log.warning("Status from unknown worker %s ignored", status.worker_id)
+            return
+        was_up = mirror.up
+        failed = self._pool.set_status(status)
+        if was_up and not mirror.up:
+            why = f"Worker {status.worker_id} stopped ({status.message or status.state.value})"
+            self._sessions.drop_worker(status.worker_id, why)
+            for entry in failed:
+                again = "the request can be retried" if entry.pin is None else "start a new session"
+                self._fail(entry.request_id, WorkerCrashed.code, f"{why}; {again}.",
+                           retryable=entry.pin is None, release=False)
+            for req in [r for r in self._requests.values() if r.side and r.entry.worker_id == status.worker_id]:
+                self._fail(req.entry.request_id, WorkerCrashed.code, f"{why}.", release=False)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _fail(self, request_id: str, code: str, message: str, *, retryable: bool = True, release: bool = True) -> None:
+        req = self._requests.get(request_id)
+        if req is not None:
+            self._end(req, ErrorEvent(request_id, code, message, retryable), release=release)
+
+    def _end(self, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
+        """Deliver the one terminal event of a request and give back what it held."""
+        entry = req.entry
+        self._requests.pop(entry.request_id, None)
+        ok = isinstance(event, Done)
+        cancelled = isinstance(event, Done) and event.stats.finish_reason == "cancelled"
+        if release and not req.side:
+            hashes = None
+            if isinstance(event, Done) and req.messages and not event.slots:  # no snapshot: it holds the reply too
+                hashes = tuple(prefix_hashes(req.messages + (Message("assistant", event.text),)))
+            self._pool.release(entry.request_id, event.slots if isinstance(event, Done) else (), ok=ok, hashes=hashes)
+        if isinstance(event, Done):
+            event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms))
+            if isinstance(entry.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
+                self._kinds[event.stats.kind] += 1
+        if not req.side:  # EndSession is bookkeeping, not a request of the user's
+            self._counts["cancelled" if cancelled else "completed" if ok else "failed"] += 1
+        req.events.put_nowait(event)
+        if not entry.done.done():
+            entry.done.set_result(event)
+        if isinstance(entry.cmd, CreateSession) and ok and entry.worker_id is not None:
+            if req.end_after:
+                self._send_end(entry.worker_id, entry.cmd.session_id)
+            else:
+                self._sessions.open(entry.cmd.session_id, entry.worker_id)
+        elif isinstance(entry.cmd, EndSession) and entry.worker_id in self._pool.workers:
+            self._pool.forget_session(entry.worker_id, entry.cmd.session_id)

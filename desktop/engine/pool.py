@@ -1,0 +1,257 @@
+"""The worker pool: one FIFO queue, one dispatch function, cache-aware routing over the workers'
+slot mirrors, and the capacity each request holds from assignment to its terminal event."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from desktop.engine.eta import ServiceTimes, Waits
+from desktop.engine.mirror import Route, WorkerMirror
+from desktop.engine.protocol import Command, CreateSession, SlotInfo
+from desktop.errors import QueueFullError
+from desktop.workers.host import WorkerStatus
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """One request from arrival to its terminal event. `done` is resolved by the gateway with
+    that event. `pin` names the worker a session command must run on (None: any worker)."""
+
+    request_id: str
+    cmd: Command
+    done: asyncio.Future
+    pin: str | None = None
+    session_id: str | None = None
+    history: bytes = b""  # history_hash(messages) of a chat
+    hashes: tuple[bytes, ...] = ()  # what the slot holds once the request is in (optimistic)
+    arrived: float = 0.0
+    position: int = 0  # 1-based while queued, 0 otherwise
+    eta_s: float = 0.0
+    worker_id: str | None = None  # set on assignment
+    slot: int | None = None
+    route: Route | None = None
+    dispatched: float = 0.0
+    waited_ms: float = 0.0
+
+
+class Pool:
+    """Queue and dispatch. Synchronous and loop-agnostic: the gateway calls it on its loop.
+
+    `on_assign(entry)` is called the moment an entry is given a worker (capacity already taken)
+    and must submit its command; `on_position(entry, first)` when a queued entry's position
+    changed (first=True: it has just been queued)."""
+
+    def __init__(self, worker_ids: Iterable[str], *, queue_max: int, on_assign: Callable[[Entry], None],
+                 on_position: Callable[[Entry, bool], None], clock: Callable[[], float] = time.monotonic,
+                 service: ServiceTimes | None = None) -> None:
+        if queue_max < 0:
+            raise ValueError(f"queue_max must be ≥ 0 (got {queue_max}).")
+        self.workers = {w: WorkerMirror(w) for w in worker_ids}
+        self.queue_max = queue_max
+        self.service = service or ServiceTimes()
+        self.waits = Waits()
+        self.routes = {r.value: 0 for r in Route}  # dispatches by routing decision
+        self._queue: OrderedDict[str, Entry] = OrderedDict()
+        self._running: dict[str, Entry] = {}
+        self._on_assign, self._on_position, self._clock = on_assign, on_position, clock
+        self._dispatching = False
+        self._again = False
+
+    # ------------------------------------------------------------------ reads
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def queued(self) -> list[Entry]:
+        return list(self._queue.values())
+
+    def running(self, worker_id: str | None = None) -> list[Entry]:
+        return [e for e in self._running.values() if worker_id is None or e.worker_id == worker_id]
+
+    def is_queued(self, request_id: str) -> bool:
+        return request_id in self._queue
+
+    def worker_stats(self) -> list[dict]:
+        """Each worker's state, capacity in use and slot mirror, for the admin panel."""
+        return [{
+            "id": m.worker_id, "state": m.state.value, "capacity": m.capacity, "in_flight": len(m.running),
+            "slots": [{"index": s.index, "in_use": s.index in m.reserved, "session_id": s.session_id,
+                       "tokens": s.tokens, "hashes": len(s.hashes), "last_used": m.used_at.get(s.index, 0.0)}
+                      for s in m.slots],
+        } for m in self.workers.values()]
+
+    def queue_stats(self) -> dict:
+        """Queue length, p50/p95 wait, the ETAs given and the service-time average behind them."""
+        etas = [e.eta_s for e in self._queue.values()]
+        return {"length": len(etas), "max": self.queue_max,
+                "wait_ms_p50": self.waits.percentile(50), "wait_ms_p95": self.waits.percentile(95),
+                "eta_avg_s": sum(etas) / len(etas) if etas else 0.0, "service_avg_s": self.service.mean_s}
+
+    # ------------------------------------------------------------------ changes
+
+    def submit(self, entry: Entry) -> None:
+        """Queue an entry and dispatch; raises QueueFullError (and forgets it) when it would
+        have to wait behind `queue_max` others."""
+        entry.arrived = self._clock()
+        self._queue[entry.request_id] = entry
+        self._dispatch()
+        if entry.request_id in self._queue and len(self._queue) > self.queue_max:
+            del self._queue[entry.request_id]
+            raise QueueFullError(
+                f"The request queue is full ({self.queue_max} requests are already waiting); "
+                "try again in a moment."
+            )
+        self._publish_positions()
+
+    def cancel(self, request_id: str) -> Entry | None:
+        """Remove a queued entry (its wait so far kept in waited_ms); None if it is not queued."""
+        entry = self._queue.pop(request_id, None)
+        if entry is not None:
+            entry.position, entry.waited_ms = 0, (self._clock() - entry.arrived) * 1000.0
+            self._dispatch()
+            self._publish_positions()
+        return entry
+
+    def note_slot(self, request_id: str, slot: int) -> None:
+        """The worker told which slot it used (PrefillDone): correct the mirror's guess."""
+        entry = self._running.get(request_id)
+        if entry is not None and entry.slot is not None and entry.worker_id is not None:
+            mirror = self.workers[entry.worker_id]
+            mirror.move(request_id, slot)
+            for e in self.running(entry.worker_id):
+                e.slot = mirror.running.get(e.request_id, e.slot)
+            self._dispatch()  # the slot it was predicted to take may serve a waiting request
+            self._publish_positions()
+
+    def release(self, request_id: str, snapshot: tuple[SlotInfo, ...] = (), *, ok: bool = True,
+                hashes: tuple[bytes, ...] | None = None) -> Entry | None:
+        """A running entry ended: free its capacity, update the slot mirror, dispatch."""
+        entry = self._running.pop(request_id, None)
+        if entry is None:
+            return None
+        now = self._clock()
+        self.workers[entry.worker_id].release(request_id, snapshot, ok, hashes, now)  # type: ignore[index]
+        if ok:
+            self.service.add(now - entry.dispatched)
+        self._dispatch()
+        self._publish_positions()
+        return entry
+
+    def set_status(self, status: WorkerStatus) -> list[Entry]:
+        """Apply a worker's state. Going down (ERROR, or LOADING again) drops what runs on it and
+        what waits pinned to it, returned for the gateway to fail; coming up resets its mirror."""
+        mirror = self.workers[status.worker_id]
+        was_up = mirror.up
+        mirror.state = status.state
+        failed: list[Entry] = []
+        if was_up and not mirror.up:
+            failed = [self._running.pop(e.request_id) for e in self.running(status.worker_id)]
+            failed += [self._queue.pop(e.request_id) for e in self.queued() if e.pin == status.worker_id]
+            mirror.reset(len(mirror.slots), mirror.capacity)
+        elif mirror.up and not was_up:
+            mirror.reset(status.num_slots, status.capacity)
+        elif mirror.up:
+            mirror.capacity = max(status.capacity, 1)
+        self._dispatch()
+        self._publish_positions()
+        return failed
+
+    def forget_session(self, worker_id: str, session_id: str) -> None:
+        """A session ended: its slot may serve chats again, which may be waiting for one."""
+        self.workers[worker_id].forget_session(session_id)
+        self._dispatch()
+        self._publish_positions()
+
+    def drain(self) -> list[Entry]:
+        """Forget everything queued and running (shutdown); returns those entries."""
+        out = list(self._queue.values()) + list(self._running.values())
+        self._queue.clear()
+        for e in self._running.values():
+            self.workers[e.worker_id].running.pop(e.request_id, None)  # type: ignore[index]
+        self._running.clear()
+        return out
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _dispatch(self) -> None:
+        """The single dispatch point: walk the queue in arrival order and assign every entry
+        that can run now. Once an unpinned entry cannot be placed, no later unpinned one can
+        (they all need free capacity and a usable slot), so FIFO among them holds; a pinned
+        entry waits only for its own worker and for its session's previous command."""
+        if self._dispatching:  # a callback re-entered: run again once the current pass ends
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                self._dispatch_pass()
+        finally:
+            self._dispatching = False
+
+    def _dispatch_pass(self) -> None:
+        any_blocked = False
+        blocked_workers: set[str] = set()
+        busy_sessions = {e.session_id for e in self._running.values() if e.session_id}
+        for entry in list(self._queue.values()):
+            if entry.request_id not in self._queue:
+                continue
+            if entry.pin is None:
+                if any_blocked:
+                    continue
+                target = self._route(entry)
+                if target is None:
+                    any_blocked = True
+                    continue
+            else:
+                if entry.pin in blocked_workers or entry.session_id in busy_sessions:
+                    continue
+                if self.workers[entry.pin].free <= 0:
+                    blocked_workers.add(entry.pin)
+                    continue
+                target = (entry.pin, None, Route.SESSION)
+            self._assign(entry, *target)
+            if entry.session_id:
+                busy_sessions.add(entry.session_id)
+
+    def _route(self, entry: Entry) -> tuple[str, int, Route] | None:
+        """Cached history → an empty slot → evict the least recently used slot → wait.
+        Ties go to the worker with the most free capacity (spreads load), then pool order."""
+        ups = sorted((w for w in self.workers.values() if w.free > 0), key=lambda w: -w.free)
+        hits = [(w, slot) for w in ups if (slot := w.hit_slot(entry.history)) is not None]
+        if hits:
+            return hits[0][0].worker_id, hits[0][1], Route.HIT
+        empties = [(w, slots) for w in ups if (slots := w.empty_slots())]
+        if empties:
+            w, slots = max(empties, key=lambda pair: (pair[0].free, len(pair[1])))
+            return w.worker_id, slots[0], Route.FREE
+        oldest = min(((found[1], i, w.worker_id, found[0]) for i, w in enumerate(ups) if (found := w.lru_slot())),
+                     default=None)
+        return (oldest[2], oldest[3], Route.EVICT) if oldest else None
+
+    def _assign(self, entry: Entry, worker_id: str, slot: int | None, route: Route) -> None:
+        del self._queue[entry.request_id]
+        now = self._clock()
+        session = entry.cmd.session_id if isinstance(entry.cmd, CreateSession) else None
+        self.workers[worker_id].take(entry.request_id, slot, entry.hashes, session, now)
+        entry.worker_id, entry.slot, entry.route, entry.position = worker_id, slot, route, 0
+        entry.dispatched, entry.waited_ms = now, (now - entry.arrived) * 1000.0
+        self._running[entry.request_id] = entry
+        self.waits.add(entry.waited_ms)
+        self.routes[route.value] += 1
+        self._on_assign(entry)
+
+    def _publish_positions(self) -> None:
+        up = [w for w in self.workers.values() if w.up] or list(self.workers.values())
+        total = sum(w.capacity for w in up)
+        for i, entry in enumerate(self._queue.values(), start=1):
+            if entry.position != i:
+                first = entry.position == 0
+                cap = self.workers[entry.pin].capacity if entry.pin else total
+                entry.position, entry.eta_s = i, self.service.eta(i, cap)
+                self._on_position(entry, first)
