@@ -1,0 +1,299 @@
+"""The pages of the settings dialog: one form per section, each showing its fields of a Settings
+and giving back a dict of raw values that the dialog validates as a whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import get_args
+
+from PySide6.QtCore import QRegularExpression, Qt
+from PySide6.QtGui import QRegularExpressionValidator
+from PySide6.QtWidgets import (
+    QButtonGroup, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+    QRadioButton, QSizePolicy, QVBoxLayout,
+)
+
+from desktop.settings import Settings
+from desktop.ui.settings_form import Page, field_width, float_spin, hint, int_spin
+
+BUILTIN_SOURCES = ("default", "tiny")  # model sources that are names, not paths
+CACHE_MODES = {
+    "imc+spc": ("Conversation and system prompt (imc+spc, recommended)",
+                "Each turn processes only the new messages; new chats reuse the system prompt."),
+    "imc": ("Conversation only (imc)", "Each turn processes only the new messages."),
+    "spc": ("System prompt only (spc)", "The system prompt is computed once; every turn re-reads the chat."),
+    "off": ("Off", "Every turn recomputes the whole conversation (slowest; for comparisons)."),
+}
+
+
+class ModelPage(Page):
+    """Which model (embedded default or a local folder / .gguf file), device, dtype and workers."""
+
+    def __init__(self, s: Settings) -> None:
+        super().__init__("Model")
+        self.file_dialog: QFileDialog | None = None
+        self.builtin = QRadioButton("&Embedded default (SmolLM2-135M-Instruct)")
+        self.local = QRadioButton("&Local model folder or GGUF file:")
+        self.path = QLineEdit("" if s.model_source == "default" else s.model_source)
+        self.path.setPlaceholderText("A model folder or a .gguf file")
+        self.path.setClearButtonEnabled(True)
+        self.path.textEdited.connect(lambda: self.local.setChecked(True))
+        (self.builtin if s.model_source == "default" else self.local).setChecked(True)
+        folder, gguf = QPushButton("&Folder…"), QPushButton("&GGUF file…")
+        folder.clicked.connect(lambda: self.pick(folder=True))
+        gguf.clicked.connect(lambda: self.pick(folder=False))
+        row = QHBoxLayout()
+        style = self.local.style()
+        row.setContentsMargins(style.pixelMetric(style.PixelMetric.PM_ExclusiveIndicatorWidth)
+                               + style.pixelMetric(style.PixelMetric.PM_RadioButtonLabelSpacing), 0, 0, 0)
+        row.addWidget(self.path, 1)
+        row.addWidget(folder)
+        row.addWidget(gguf)
+        source = QVBoxLayout()
+        source.setSpacing(4)
+        source.addWidget(self.builtin)
+        source.addWidget(self.local)
+        source.addLayout(row)
+        note = hint("A Hugging Face model folder (config.json, tokenizer, *.safetensors) "
+                    "or one .gguf file.")
+        note.setIndent(row.contentsMargins().left())
+        source.addWidget(note)
+        self.form.addRow("Model:", source)
+        self.fields["model_source"], self.labels["model_source"] = self.path, "Model"
+        for w in (self.builtin, self.path):
+            self._watch(w)
+        self.device = QComboBox()
+        self.device.setEditable(True)
+        self.device.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.device.addItems(["cpu", "cuda"] + ([s.device] if s.device not in ("cpu", "cuda") else []))
+        self.device.setCurrentText(s.device)
+        self.device.lineEdit().setPlaceholderText("cpu, cuda or cuda:N")
+        self.device.setMinimumWidth(field_width(self.device))
+        self.add("&Device:", "device", self.device, "cpu, cuda (the first GPU) or cuda:N for GPU number N.")
+        self.dtype = QComboBox()
+        self.dtype.addItems(list(get_args(Settings.model_fields["dtype"].annotation)))
+        self.dtype.setCurrentText(s.dtype)
+        self.dtype.setMinimumWidth(field_width(self.dtype))
+        self.add("Data &type:", "dtype", self.dtype, "float32: exact, best on a CPU. "
+                 "bfloat16 or float16: half the memory, for GPUs.")
+        self.workers = int_spin("workers")
+        self.workers.setValue(s.workers)
+        self.add("&Workers:", "workers", self.workers, "Model copies on the CPU (a GPU device gets one each).")
+        self.slots = int_spin("slots_per_worker")
+        self.slots.setValue(s.slots_per_worker)
+        self.add("Conversations &per worker:", "slots_per_worker", self.slots,
+                 "How many conversations each worker keeps cached and answers at once.")
+
+    def source(self) -> str:
+        return "default" if self.builtin.isChecked() else self.path.text().strip()
+
+    def values(self) -> dict[str, object]:
+        return {"model_source": self.source(), "device": self.device.currentText().strip(),
+                "dtype": self.dtype.currentText(), "workers": self.workers.value(),
+                "slots_per_worker": self.slots.value()}
+
+    def problem(self) -> str | None:
+        """Why the chosen model path cannot be a model (checked on OK; the loader checks deeper)."""
+        source = self.source()
+        if not source or source in BUILTIN_SOURCES:
+            return None
+        path = Path(source).expanduser()
+        if not path.exists():
+            return "this path does not exist. Choose a model folder or a .gguf file."
+        if path.is_file() and path.suffix.lower() != ".gguf" and path.name != "config.json":
+            return f"“{path.name}” is not a .gguf file. Choose a .gguf file or a model folder."
+        return None
+
+    def pick(self, folder: bool) -> None:
+        """Open a file chooser without blocking (open(), never exec(): safe under qasync)."""
+        text = self.path.text().strip()
+        current = Path(text).expanduser() if text else Path.home()
+        start = str(current if current.is_dir() else current.parent if current.parent.is_dir() else Path.home())
+        title = "Choose a model folder" if folder else "Choose a GGUF model file"
+        dlg = QFileDialog(self, title, start)
+        if folder:
+            dlg.setFileMode(QFileDialog.FileMode.Directory)
+            dlg.setOption(QFileDialog.Option.ShowDirsOnly)
+        else:
+            dlg.setFileMode(QFileDialog.FileMode.ExistingFile)
+            dlg.setNameFilters(["GGUF models (*.gguf)", "All files (*)"])
+        dlg.fileSelected.connect(self._chosen)
+        dlg.finished.connect(self._picker_closed)
+        self.file_dialog = dlg
+        dlg.open()
+
+    def _picker_closed(self) -> None:
+        if self.file_dialog is not None:
+            self.file_dialog.deleteLater()
+            self.file_dialog = None
+
+    def _chosen(self, path: str) -> None:
+        if path:
+            self.path.setText(path)
+            self.local.setChecked(True)
+
+
+class CachePage(Page):
+    """Conversation cache mode, minimum shared prefix and KV memory budget."""
+
+    def __init__(self, s: Settings) -> None:
+        super().__init__("Cache")
+        self.mode = QButtonGroup(self)
+        box = QVBoxLayout()
+        box.setSpacing(2)
+        for i, (key, (text, note)) in enumerate(CACHE_MODES.items()):
+            radio = QRadioButton(text)
+            radio.setProperty("mode", key)
+            radio.setChecked(key == s.cache_mode)
+            self.mode.addButton(radio, i)
+            self._watch(radio)
+            line = hint(note)
+            line.setContentsMargins(radio.sizeHint().height(), 0, 0, 6)
+            box.addWidget(radio)
+            box.addWidget(line)
+        title = QLabel("Conversation cache:")
+        self.form.addRow(title, box)
+        self.fields["cache_mode"], self.labels["cache_mode"] = self.mode.buttons()[0], "Conversation cache"
+        self.min_tokens = int_spin("cache_min_tokens", " tokens", 50)
+        self.min_tokens.setValue(s.cache_min_tokens)
+        self.add("&Minimum shared prefix:", "cache_min_tokens", self.min_tokens,
+                 "An edited or branched chat reuses a cached one when they share at least this many tokens.")
+        self.budget = int_spin("kv_budget_mb", " MB", 256)
+        self.budget.setValue(s.kv_budget_mb)
+        self.add("Memory &budget:", "kv_budget_mb", self.budget,
+                 "Cache memory per worker; the least recently used conversations are dropped beyond it.")
+
+    def values(self) -> dict[str, object]:
+        return {"cache_mode": self.mode.checkedButton().property("mode"),
+                "cache_min_tokens": self.min_tokens.value(), "kv_budget_mb": self.budget.value()}
+
+
+class SamplingPage(Page):
+    """Default sampling parameters; an empty seed means random."""
+
+    def __init__(self, s: Settings) -> None:
+        super().__init__("Sampling")
+        self.form.addRow(hint("How the model picks its words: the defaults for every new reply."))
+        self.temperature = float_spin("temperature")
+        self.temperature.setValue(s.temperature)
+        self.add("&Temperature:", "temperature", self.temperature, "0 always picks the most likely word; "
+                 "higher values give more varied answers.")
+        self.top_p = float_spin("top_p")
+        self.top_p.setValue(s.top_p)
+        self.add("Top &p:", "top_p", self.top_p, "Pick only among the words that make up this share of the chances.")
+        self.top_k = int_spin("top_k")
+        self.top_k.setSpecialValueText("off")
+        self.top_k.setValue(s.top_k)
+        self.add("Top &k:", "top_k", self.top_k, "Pick only among this many most likely words (0 = off).")
+        self.penalty = float_spin("repetition_penalty")
+        self.penalty.setValue(s.repetition_penalty)
+        self.add("&Repetition penalty:", "repetition_penalty", self.penalty, "Above 1 discourages repeating words.")
+        self.max_tokens = int_spin("max_tokens", " tokens", 64)
+        self.max_tokens.setValue(s.max_tokens)
+        self.add("&Longest reply:", "max_tokens", self.max_tokens)
+        self.seed = QLineEdit("" if s.seed is None else str(s.seed))
+        self.seed.setPlaceholderText("random")
+        self.seed.setValidator(QRegularExpressionValidator(QRegularExpression(r"\d{0,18}"), self.seed))
+        self.seed.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.seed.setFixedWidth(max(self.max_tokens.sizeHint().width(), self.max_tokens.minimumWidth()))
+        self.add("&Seed:", "seed", self.seed, "Empty: a new random seed each time. A number: repeatable replies.")
+
+    def values(self) -> dict[str, object]:
+        seed = self.seed.text().strip()
+        return {"temperature": self.temperature.value(), "top_p": self.top_p.value(),
+                "top_k": self.top_k.value(), "repetition_penalty": self.penalty.value(),
+                "max_tokens": self.max_tokens.value(), "seed": int(seed) if seed else None}
+
+
+class AudioPage(Page):
+    """Speaker and microphone, from the devices the app found (none: audio is off)."""
+
+    def __init__(self, s: Settings, devices: list[str]) -> None:
+        super().__init__("Audio")
+        self.none = QLabel("No sound devices found — audio is off.")
+        font = self.none.font()
+        font.setBold(True)
+        self.none.setFont(font)
+        self.none.setContentsMargins(0, 0, 0, 6)
+        self.form.addRow(self.none)
+        self.none.setVisible(not devices)
+        self.output = self._combo(devices, s.audio_output_device)
+        self.add("&Speaker (output):", "audio_output_device", self.output)
+        self.input = self._combo(devices, s.audio_input_device)
+        self.add("&Microphone (input):", "audio_input_device", self.input,
+                 "Used for voice and video calls. “System default” follows the computer's own choice.")
+        self.output.setEnabled(bool(devices))
+        self.input.setEnabled(bool(devices))
+
+    @staticmethod
+    def _combo(devices: list[str], current: str | None) -> QComboBox:
+        """"System default" first; a saved device that is not plugged in stays listed, not lost."""
+        combo = QComboBox()
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(28)
+        combo.addItem("System default", None)
+        for name in devices:
+            combo.addItem(name, name)
+        if current is not None and current not in devices:
+            combo.addItem(f"{current} (not connected)", current)
+        combo.setCurrentIndex(0 if current is None else combo.findData(current))
+        return combo
+
+    def values(self) -> dict[str, object]:
+        return {"audio_output_device": self.output.currentData(), "audio_input_device": self.input.currentData()}
+
+
+class RecordingPage(Page):
+    """Session recording on/off and its clean-up limits (age and disk space)."""
+
+    def __init__(self, s: Settings) -> None:
+        super().__init__("Recording")
+        self.enabled = QCheckBox("&Record call sessions (your audio, the AI's audio, frames and text)")
+        self.enabled.setChecked(s.recording_enabled)
+        self.add("", "recording_enabled", self.enabled, "Recordings stay on this computer; "
+                 "you can replay them in the session viewer.")
+        self.days = int_spin("retention_days", " days", 7)
+        self.days.setValue(s.retention_days)
+        self.add("&Keep recordings for:", "retention_days", self.days, "Older recordings are deleted.")
+        self.gb = float_spin("max_storage_gb", 1, 1.0, " GB")
+        self.gb.setValue(s.max_storage_gb)
+        self.add("&Use at most:", "max_storage_gb", self.gb, "Beyond this, the oldest recordings are deleted first.")
+        self.enabled.toggled.connect(self._sync)
+        self._sync(s.recording_enabled)
+
+    def _sync(self, on: bool) -> None:
+        self.days.setEnabled(on)
+        self.gb.setEnabled(on)
+
+    def values(self) -> dict[str, object]:
+        return {"recording_enabled": self.enabled.isChecked(), "retention_days": self.days.value(),
+                "max_storage_gb": self.gb.value()}
+
+
+class ApiPage(Page):
+    """The local OpenAI-compatible API server: on/off and port."""
+
+    def __init__(self, s: Settings) -> None:
+        super().__init__("Local API server")
+        self.enabled = QCheckBox("&Enable the local API server")
+        self.enabled.setChecked(s.api_server_enabled)
+        self.add("", "api_server_enabled", self.enabled, "Lets other programs on this computer use the "
+                 "model through an OpenAI-compatible HTTP API.")
+        self.port = int_spin("api_port")
+        self.port.setValue(s.api_port)
+        self.add("&Port:", "api_port", self.port)
+        self.address = QLabel()
+        self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.form.addRow("Address:", self.address)
+        self.enabled.toggled.connect(self._sync)
+        self.port.valueChanged.connect(self._sync)
+        self._sync()
+
+    def _sync(self, *_: object) -> None:
+        on = self.enabled.isChecked()
+        self.port.setEnabled(on)
+        self.address.setEnabled(on)
+        self.address.setText(f"http://127.0.0.1:{self.port.value()}")
+
+    def values(self) -> dict[str, object]:
+        return {"api_server_enabled": self.enabled.isChecked(), "api_port": self.port.value()}
