@@ -1,0 +1,116 @@
+"""System-prompt presets: read-only built-ins from assets/presets.json plus the user's own,
+saved as presets.json in the user data folder (add, edit, delete). No Qt."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from desktop.engine.conversations import data_dir, write_atomic
+
+log = logging.getLogger(__name__)
+
+BUILTIN_PATH = Path(__file__).resolve().parents[2] / "assets" / "presets.json"
+# Used only when the asset file is missing (e.g. an install that did not ship assets/).
+_FALLBACK = [{"id": "assistant", "name": "Assistant", "prompt": "You are a helpful, honest assistant."}]
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    id: str
+    name: str
+    prompt: str
+    builtin: bool = False
+
+
+def _parse(data: object, builtin: bool) -> list[Preset]:
+    items = data.get("presets") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise ValueError("no 'presets' list")
+    out = []
+    for p in items:
+        if not isinstance(p, dict) or not all(isinstance(p.get(k), str) for k in ("id", "name", "prompt")):
+            raise ValueError("a preset needs string id, name and prompt")
+        out.append(Preset(p["id"], p["name"], p["prompt"], builtin))
+    return out
+
+
+def load_builtin(path: Path = BUILTIN_PATH) -> list[Preset]:
+    try:
+        return _parse(json.loads(path.read_text(encoding="utf-8")), builtin=True)
+    except (OSError, ValueError) as exc:
+        log.warning("Built-in presets unavailable (%s): %s; using a minimal default", path, exc)
+        return _parse({"presets": _FALLBACK}, builtin=True)
+
+
+class PresetStore:
+    """Built-in presets first, then the user's. Built-ins cannot be changed (ValueError)."""
+
+    def __init__(self, root: Path | str | None = None, builtin_path: Path = BUILTIN_PATH) -> None:
+        self.path = Path(root if root is not None else data_dir()) / "presets.json"
+        self._builtin = load_builtin(builtin_path)
+        self._user: list[Preset] = []
+        if self.path.exists():
+            try:
+                self._user = _parse(json.loads(self.path.read_text(encoding="utf-8")), builtin=False)
+            except (OSError, ValueError) as exc:
+                aside = self.path.with_name(f"presets.bad-{time.strftime('%Y%m%d-%H%M%S')}.json")
+                log.warning("Your presets file %s could not be read (%s); it was kept as %s", self.path, exc, aside)
+                try:
+                    self.path.replace(aside)
+                except OSError:
+                    pass
+
+    def list(self) -> list[Preset]:
+        return [*self._builtin, *self._user]
+
+    def get(self, preset_id: str) -> Preset | None:
+        return next((p for p in self.list() if p.id == preset_id), None)
+
+    def add(self, name: str, prompt: str) -> Preset:
+        """Save a new user preset; its id is made from the name and is unique."""
+        name = self._check_name(name)
+        base = "user-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "preset")
+        ids = {p.id for p in self.list()}
+        pid, n = base, 2
+        while pid in ids:
+            pid, n = f"{base}-{n}", n + 1
+        preset = Preset(pid, name, prompt)
+        self._user.append(preset)
+        self._save()
+        return preset
+
+    def update(self, preset_id: str, *, name: str | None = None, prompt: str | None = None) -> Preset:
+        i = self._user_index(preset_id)
+        old = self._user[i]
+        self._user[i] = Preset(old.id, self._check_name(name) if name is not None else old.name,
+                               prompt if prompt is not None else old.prompt)
+        self._save()
+        return self._user[i]
+
+    def delete(self, preset_id: str) -> None:
+        del self._user[self._user_index(preset_id)]
+        self._save()
+
+    def _user_index(self, preset_id: str) -> int:
+        if any(p.id == preset_id for p in self._builtin):
+            raise ValueError("Built-in presets cannot be changed; save a copy under a new name instead.")
+        for i, p in enumerate(self._user):
+            if p.id == preset_id:
+                return i
+        raise KeyError(f"No preset {preset_id!r}.")
+
+    @staticmethod
+    def _check_name(name: str) -> str:
+        name = " ".join(name.split())
+        if not name:
+            raise ValueError("A preset needs a name.")
+        return name
+
+    def _save(self) -> None:
+        data = {"version": 1, "presets": [{"id": p.id, "name": p.name, "prompt": p.prompt} for p in self._user]}
+        write_atomic(self.path, json.dumps(data, ensure_ascii=False, indent=1))

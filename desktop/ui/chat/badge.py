@@ -1,0 +1,46 @@
+"""The small line under an assistant reply: cached vs new tokens, time to first token, speed,
+and why the turn missed the cache; the tooltip has the full numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from desktop.engine.export import stats_line
+from desktop.ui.chat.style import muted, small_font
+
+KIND_NAMES = {"hit": "cache hit", "extend": "cache hit (history kept)", "prefix": "shared prefix reused",
+              "spc": "system prompt cache", "miss": "cache miss"}
+
+
+def details(stats: dict[str, Any]) -> str:
+    """Every number of the turn, one per line (the badge's tooltip)."""
+    kind = stats.get("kind", "")
+    rows = [f"Cache: {KIND_NAMES.get(kind, kind)}" + (f" — {stats['miss_reason']}" if stats.get("miss_reason") else ""),
+            f"Prompt tokens: {stats.get('input_tokens', 0)} ({stats.get('cached_tokens', 0)} from cache)",
+            f"Reply tokens: {stats.get('generated_tokens', 0)}",
+            f"Prefill: {float(stats.get('prefill_ms', 0)):.0f} ms · first token after {float(stats.get('ttft_ms', 0)):.0f} ms",
+            f"Decoding: {float(stats.get('decode_ms', 0)):.0f} ms"]
+    if float(stats.get("queue_ms", 0)) >= 1:
+        rows.append(f"Waited in the queue: {float(stats['queue_ms']) / 1000:.1f} s")
+    return "\n".join(rows)
+
+
+class Badge(QLabel):
+    """Empty (hidden) until `set_stats` gets the stats of a finished reply."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setFont(small_font(self))
+        self.setStyleSheet(f"color: {muted(self).name()};")
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setWordWrap(True)
+        self.hide()
+
+    def set_stats(self, stats: dict[str, Any] | None) -> None:
+        line = stats_line(stats)
+        self.setText(line)
+        self.setToolTip(details(stats) if stats else "")
+        self.setVisible(bool(line))

@@ -1,0 +1,126 @@
+"""The left pane of the chat page: New conversation, a search box, and the saved conversations;
+rename with a double-click or F2, and a context menu with Rename, Export… and Delete."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.engine.conversations import Conversation
+from desktop.ui.chat.conversation_model import ConversationListModel
+from desktop.ui.chat.style import muted
+
+
+class _ListView(QListView):
+    delete_pressed = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Delete and self.state() != QAbstractItemView.State.EditingState:
+            self.delete_pressed.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class ConversationList(QWidget):
+    """Emits what the user asks for; the page changes the store and calls `set_conversations`."""
+
+    selected = Signal(str)
+    new_requested = Signal()
+    search_changed = Signal(str)
+    rename_requested = Signal(str, str)
+    delete_requested = Signal(str)
+    export_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._quiet = False  # True while the selection is set by code, not by the user
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 10, 4, 8)
+        layout.setSpacing(6)
+        self.new_button = QPushButton("+  New conversation")
+        self.new_button.setToolTip("Start a new conversation")
+        self.new_button.clicked.connect(self.new_requested)
+        layout.addWidget(self.new_button)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search conversations")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.search_changed)
+        layout.addWidget(self.search)
+        self.model = ConversationListModel(self)
+        self.model.rename_requested.connect(self.rename_requested)
+        self.view = _ListView()
+        self.view.setModel(self.model)
+        self.view.setUniformItemSizes(True)
+        self.view.setStyleSheet("QListView::item { padding: 5px 4px; }")
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._menu)
+        self.view.selectionModel().currentChanged.connect(self._current_changed)
+        self.view.delete_pressed.connect(lambda: self.current_id() and self.delete_requested.emit(self.current_id()))
+        layout.addWidget(self.view, 1)
+        self.empty = QLabel("No conversations yet")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setStyleSheet(f"color: {muted(self).name()};")
+        layout.addWidget(self.empty)
+
+    def set_conversations(self, convs: Sequence[Conversation], current_id: str | None) -> None:
+        """Show `convs` with `current_id` selected (none when it is not among them)."""
+        self._quiet = True
+        try:
+            self.model.set_conversations(convs)
+            self.select(current_id)
+        finally:
+            self._quiet = False
+        searching = bool(self.search.text().strip())
+        self.empty.setText("No matching conversations" if searching else "No conversations yet")
+        self.empty.setVisible(not convs)
+
+    def select(self, conv_id: str | None) -> None:
+        quiet, self._quiet = self._quiet, True
+        try:
+            row = self.model.row_of(conv_id)
+            if row < 0:
+                self.view.clearSelection()
+                self.view.setCurrentIndex(self.model.index(-1, 0))
+            else:
+                self.view.setCurrentIndex(self.model.index(row, 0))
+        finally:
+            self._quiet = quiet
+
+    def current_id(self) -> str | None:
+        return self.model.id_at(self.view.currentIndex().row())
+
+    def start_rename(self, conv_id: str) -> None:
+        row = self.model.row_of(conv_id)
+        if row >= 0:
+            self.view.edit(self.model.index(row, 0))
+
+    def _current_changed(self, current, _previous) -> None:
+        conv_id = self.model.id_at(current.row())
+        if conv_id and not self._quiet:
+            self.selected.emit(conv_id)
+
+    def _menu(self, pos: QPoint) -> None:
+        conv_id = self.model.id_at(self.view.indexAt(pos).row())
+        if conv_id is None:
+            return
+        menu = QMenu(self)
+        menu.addAction("Rename", lambda: self.start_rename(conv_id))
+        menu.addAction("Export…", lambda: self.export_requested.emit(conv_id))
+        menu.addSeparator()
+        menu.addAction("Delete…", lambda: self.delete_requested.emit(conv_id))
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(self.view.viewport().mapToGlobal(pos))

@@ -1,0 +1,107 @@
+"""One message in the chat view: who wrote it, its text (the assistant's as Markdown), the
+badge of a reply, and its actions — Copy on every message, Edit on the user's, Regenerate on
+the last reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+
+from desktop.ui.chat.badge import Badge
+from desktop.ui.chat.markdown_view import MarkdownView
+from desktop.ui.chat.style import accent, base, blend, muted, small_font
+
+ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
+
+
+class MessageWidget(QFrame):
+    """Actions emit the message's index in its conversation."""
+
+    edit_requested = Signal(int)
+    regenerate_requested = Signal(int)
+    copied = Signal()
+
+    def __init__(self, role: str, text: str, index: int, stats: dict[str, Any] | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role, self.index = role, index
+        self.setObjectName("message")
+        if role == "user":
+            self.setStyleSheet(f"QFrame#message {{ background: {accent(self).name()}; border-radius: 10px; }}")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 8, 12, 8)
+        layout.setSpacing(2)
+
+        header = QHBoxLayout()
+        header.setSpacing(2)
+        who = QLabel(ROLE_NAMES.get(role, role.title()))
+        font = small_font(who, 0)
+        font.setBold(True)
+        who.setFont(font)
+        header.addWidget(who)
+        header.addStretch(1)
+        self.copy_button = self._action("Copy", "Copy this message as text", self._copy)
+        self.edit_button = self._action("Edit", "Edit this message: sending it starts a new branch of the "
+                                        "conversation (this one stays as it is)", lambda: self.edit_requested.emit(self.index))
+        self.regenerate_button = self._action("Regenerate", "Write this reply again",
+                                              lambda: self.regenerate_requested.emit(self.index))
+        for button in (self.copy_button, self.edit_button, self.regenerate_button):
+            header.addWidget(button)
+        self.edit_button.setVisible(role == "user")
+        self.regenerate_button.hide()
+        layout.addLayout(header)
+
+        self.body = MarkdownView(markdown=role == "assistant")
+        self.body.set_text(text)
+        layout.addWidget(self.body)
+        self.badge = Badge()
+        self.badge.set_stats(stats)
+        layout.addWidget(self.badge)
+        self._waiting = QLabel("Thinking…")
+        self._waiting.setStyleSheet(f"color: {muted(self).name()}; font-style: italic;")
+        self._waiting.hide()
+        layout.addWidget(self._waiting)
+
+    def _action(self, text: str, tip: str, slot) -> QToolButton:
+        button = QToolButton(self)
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setAutoRaise(True)
+        button.setFont(small_font(self))
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.setStyleSheet(f"QToolButton {{ color: {muted(self).name()}; padding: 1px 6px; }}"
+                             f"QToolButton:disabled {{ color: {blend(muted(self), base(), 0.6).name()}; }}")
+        button.clicked.connect(slot)
+        return button
+
+    def text(self) -> str:
+        return self.body.text()
+
+    def set_text(self, text: str) -> None:
+        self.body.set_text(text)
+        self._waiting.setVisible(not text)
+
+    def set_stats(self, stats: dict[str, Any] | None) -> None:
+        self.badge.set_stats(stats)
+
+    def set_streaming(self, streaming: bool) -> None:
+        """While a reply streams it has no actions; before its first words it says so."""
+        self.copy_button.setVisible(not streaming)
+        self._waiting.setVisible(streaming and not self.text())
+        if not streaming:
+            self.body.flush()
+
+    def set_can_regenerate(self, can: bool) -> None:
+        self.regenerate_button.setVisible(can and self.role == "assistant")
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """Edit and Regenerate wait while a reply is being written."""
+        self.edit_button.setEnabled(enabled)
+        self.regenerate_button.setEnabled(enabled)
+
+    def _copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text())
+        self.copied.emit()

@@ -1,0 +1,99 @@
+"""Lines the chat shows about a turn rather than messages: the "waiting for the model" banner
+with Cancel, and the inline notice of a failed or stopped turn with Retry."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from desktop.ui.chat.style import accent, muted, small_font, wash
+
+FRIENDLY = {
+    "worker_crashed": "The model stopped unexpectedly while answering.",
+    "queue_full": "Too many requests are waiting for the model right now.",
+    "busy": "The model is busy with other conversations right now.",
+    "context_length_exceeded": "This conversation has grown too long for the model. Start a new "
+                               "conversation, or edit an earlier message to branch off.",
+    "shutdown": "The assistant was shutting down.",
+    "model_load": "The model could not be loaded. Check the model in Settings.",
+    "internal": "Something went wrong in Omnidesk while answering.",
+}
+
+
+def friendly(code: str, message: str, retryable: bool) -> tuple[str, str]:
+    """A sentence for the user, and the technical message as a detail when it adds something."""
+    head = FRIENDLY.get(code, "The assistant could not answer.")
+    head += " Your message is saved — try again." if retryable else " Your message is saved."
+    detail = message if message and code not in ("queue_full", "busy", "shutdown") else ""
+    return head, detail
+
+
+def eta_text(eta_s: float) -> str:
+    if eta_s < 1.5:
+        return "about 1 s"
+    if eta_s < 90:
+        return f"about {eta_s:.0f} s"
+    return f"about {eta_s / 60:.0f} min"
+
+
+class QueueBanner(QFrame):
+    """"Waiting for the model — position 2, about 3 s" with Cancel; hidden when not queued."""
+
+    cancel_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("queueBanner")
+        bg = accent(self, 0.10)
+        self.setStyleSheet(f"QFrame#queueBanner {{ background: {bg.name()}; border-radius: 8px; }}")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 6, 8, 6)
+        self.label = QLabel()
+        layout.addWidget(self.label, 1)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Leave the queue; your message stays in the conversation")
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        layout.addWidget(self.cancel_button)
+        self.hide()
+
+    def show_loading(self) -> None:
+        self.label.setText("Waiting for the model to finish loading — your message is sent as soon as it is ready")
+        self.show()
+
+    def show_position(self, position: int, eta_s: float) -> None:
+        self.label.setText(f"Waiting for the model — position {position}, {eta_text(eta_s)}")
+        self.show()
+
+
+class TurnNotice(QFrame):
+    """A failed or stopped turn, in the conversation: what happened, and Retry when it may help."""
+
+    retry_requested = Signal()
+
+    def __init__(self, text: str, detail: str = "", *, error: bool, retry: bool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("turnNotice")
+        edge = QColor("#d9534f") if error else muted(self)
+        self.setStyleSheet(f"QFrame#turnNotice {{ background: {wash(edge, 0.10).name()}; "
+                           f"border-left: 3px solid {edge.name()}; border-radius: 4px; }}")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 8, 8, 8)
+        texts = QVBoxLayout()
+        texts.setSpacing(2)
+        self.label = QLabel(text)
+        self.detail = QLabel(detail)
+        self.detail.setFont(small_font(self))
+        self.detail.setStyleSheet(f"color: {muted(self).name()};")
+        self.detail.setVisible(bool(detail))
+        for label in (self.label, self.detail):
+            label.setWordWrap(True)
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            texts.addWidget(label)
+        layout.addLayout(texts, 1)
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.setToolTip("Send the conversation to the model again")
+        self.retry_button.clicked.connect(self.retry_requested)
+        self.retry_button.setVisible(retry)
+        layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)

@@ -1,0 +1,102 @@
+"""The chat page's conversation housekeeping (list, rename, delete, export, system prompt of a
+new conversation), kept apart from the turn logic in page.py. A mixin of ChatPage."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from desktop.engine import export as exporter
+from desktop.engine.conversations import Conversation
+from desktop.ui.chat import dialogs
+
+if TYPE_CHECKING:
+    from desktop.ui.chat.page import ChatPage
+
+    _Base = ChatPage
+else:
+    _Base = object
+
+
+class PageActions(_Base):
+    def refresh_list(self) -> None:
+        """Re-read the list (filtered by the search box) with the current conversation selected."""
+        query = self.conversations.search.text()
+        convs = self.store.search(query) if query.strip() else self.store.list()
+        self.conversations.set_conversations(convs, self.conv.id)
+
+    def rename(self, conv_id: str, title: str) -> None:
+        try:
+            self.store.rename(conv_id, title)
+        except (KeyError, ValueError) as exc:
+            self.status.emit(str(exc).strip("'\""))
+            return
+        self.refresh_list()
+        self.status.emit(f"Renamed to “{title}”")
+
+    def delete(self, conv_id: str, *, confirmed: bool = False) -> None:
+        """Delete a conversation after asking (the open one is replaced by a new conversation)."""
+        conv = self.store.get(conv_id)
+        if conv is None or not (confirmed or dialogs.confirm_delete(self, conv.title)):
+            return
+        if conv is self.conv:
+            self.new_conversation()
+        self.store.delete(conv_id)
+        self.refresh_list()
+        self.status.emit(f"Deleted “{conv.title}”")
+
+    def export(self, conv_id: str, path: str | None = None) -> None:
+        """Export as Markdown or JSON (by the file's suffix); asks where unless `path` is given."""
+        conv = self.store.get(conv_id)
+        if conv is None:
+            return
+        path = path or dialogs.ask_export_path(self, conv.title)
+        if not path:
+            return
+        try:
+            written = exporter.export(conv, path)
+        except OSError as exc:
+            self.status.emit(f"Could not export: {exc.strerror or exc}")
+            return
+        self.status.emit(f"Exported “{conv.title}” to {written}")
+
+    def edit(self, index: int) -> None:
+        """Put a user message into the composer; sending it branches the conversation there."""
+        if self.turn is not None or not 0 <= index < len(self.conv.messages):
+            return
+        self._edit_index = index
+        self.composer.start_edit(self.conv.messages[index].content)
+
+    # ------------------------------------------------------------------ internals
+
+    def _leave(self) -> None:
+        """Before showing another conversation: stop and detach the running turn (it still saves
+        what was written), and drop an unfinished edit."""
+        if self.turn is not None:
+            turn = self.turn
+            self._end_turn()
+            self.tasks.spawn(turn.stop())
+        self._cancel_edit()
+        self.composer.end_edit()
+
+    def _draft(self) -> Conversation:
+        """A new conversation with the preset chosen in the settings (unsaved until it is used)."""
+        preset = self.presets.get(self.settings().system_preset) or self.presets.list()[0]
+        return self.store.new(preset.prompt, preset.id)
+
+    def _show(self) -> None:
+        """Show `self.conv` from the start."""
+        self.view.set_messages(self.conv.messages)
+        self._preset_editable(not self.conv.messages)
+        self.queue_banner.hide()
+
+    def _preset_editable(self, editable: bool) -> None:
+        self.preset_bar.set_conversation(self.conv.preset, self.conv.system_prompt, editable)
+
+    def _preset_changed(self, preset_id: str, prompt: str) -> None:
+        if not self.conv.messages:
+            self.conv.preset, self.conv.system_prompt = preset_id, prompt
+
+    def _cancel_edit(self) -> None:
+        if self._edit_index is not None:
+            self._edit_index = None
+            self.composer.cancel_edit()
