@@ -42,6 +42,10 @@ class Settings(BaseModel):
     # audio
     audio_output_device: str | None = None
     audio_input_device: str | None = None
+    voice_enabled: bool = False  # speak replies aloud
+    tts_engine: Literal["piper", "espeak"] = "piper"
+    tts_voice: str | None = None  # None: the engine's default voice
+    volume: float = Field(1.0, ge=0.0, le=2.0)
     # recording
     recording_enabled: bool = False
     retention_days: int = Field(30, ge=1, le=3650)
