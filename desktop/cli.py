@@ -1,5 +1,5 @@
-"""Terminal chat: the headless way in. Streams replies and prints cached/new tokens and TTFT after
-each turn. `python -m desktop chat --model PATH` for another model; /help lists commands."""
+"""Command line: `omnidesk` opens the desktop window (the terminal chat when there is no display);
+`omnidesk chat` is the headless terminal chat, which prints cached/new tokens and TTFT per turn."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ HELP = "Commands: /regen (new reply to the last message), /reset (new conversati
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="omnidesk", description="Omnidesk: a private local assistant whose KV cache survives between turns.")
-    p.add_argument("command", nargs="?", default="chat", choices=["chat"], help="what to start (default: chat)")
+    p.add_argument("command", nargs="?", default="gui", choices=["gui", "chat"],
+                   help="gui: the desktop window (default; the terminal chat without a display) · chat: the terminal chat")
     p.add_argument("--model", default="default", help="'default' (embedded SmolLM2), a local Hugging Face folder or a .gguf file")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -39,10 +40,26 @@ def badge(stats) -> str:
     )
 
 
+def has_display() -> bool:
+    """False on Linux/BSD without DISPLAY or WAYLAND_DISPLAY, unless QT_QPA_PLATFORM picks a platform."""
+    if os.environ.get("QT_QPA_PLATFORM") or not sys.platform.startswith(("linux", "freebsd", "openbsd")):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.command == "gui":
+        given = [a.split("=")[0] for a in (sys.argv[1:] if argv is None else argv) if a.startswith("--")]
+        if given and has_display():
+            print(f"omnidesk: {', '.join(given)} only apply to the terminal chat (`omnidesk chat`); the window "
+                  "takes its model and options from Settings (Ctrl+,).", file=sys.stderr)
+        if has_display():
+            return main_gui()
+        print("omnidesk: no display found (DISPLAY/WAYLAND_DISPLAY unset), so starting the terminal chat "
+              "instead; set QT_QPA_PLATFORM to force the window.", file=sys.stderr)
     from desktop.errors import OmnideskError
 
     try:
@@ -125,8 +142,10 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def main_gui() -> int:
-    """Entry point for the desktop window; the terminal chat until the window lands."""
-    return main()
+    """Entry point for the desktop window (`omnidesk-gui`); the model and the rest come from Settings."""
+    from desktop.app import main_gui as run_gui
+
+    return run_gui()
 
 
 if __name__ == "__main__":

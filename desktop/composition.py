@@ -1,0 +1,302 @@
+"""Composition root: settings → workers → gateway → windows on the way up; windows → gateway →
+hosts on the way down. Also applies new settings: live, or by rebuilding the engine with progress."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any, Coroutine
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
+
+from desktop.engine.gateway import Gateway
+from desktop.errors import OmnideskError
+from desktop.model.default_model import default_name, embedded_default_gguf
+from desktop.model.loader import TINY_NAME, ModelSpec
+from desktop.settings import Settings, save_settings
+from desktop.ui.admin.monitor import EngineMonitor, Snapshot
+from desktop.ui.main_window import MainWindow
+from desktop.ui.placeholder import ComingSoonPage
+from desktop.ui.theme import apply_theme
+from desktop.workers.factory import make_hosts
+from desktop.workers.host import WorkerHost
+
+log = logging.getLogger(__name__)
+RESTARTING = "Restarting the model with the new settings…"
+STARTING = "Starting the model…"
+
+
+class GatewayProxy:
+    """Stands in for the current gateway, so that pages built once keep working across reloads."""
+
+    def __init__(self) -> None:
+        self.target: Gateway | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        target = self.__dict__.get("target")
+        if target is None:
+            raise OmnideskError("The model is not running yet; try again in a moment.", code="not_ready", retryable=True)
+        return getattr(target, name)
+
+
+class Composition(QObject):
+    """Owns the settings, the engine (hosts + gateway + monitor) and the main window.
+    `engine_state` reports "loading", "ready", "failed", "restarting" and "closed";
+    `quit_requested` fires when the user closed the window (Ctrl+Q or the close button)."""
+
+    engine_state = Signal(str)
+    quit_requested = Signal()
+
+    def __init__(self, app: QApplication, settings: Settings, *, warning: str | None = None,
+                 settings_path: Path | None = None) -> None:
+        super().__init__()
+        self.app, self.settings, self._warning, self._path = app, settings, warning, settings_path
+        self.hosts: list[WorkerHost] = []
+        self.gateway: Gateway | None = None
+        self.monitor: EngineMonitor | None = None
+        self.proxy = GatewayProxy()
+        self.model_name: str | None = None
+        self.supports_images = False
+        self.window: MainWindow | None = None
+        self.chat_page: QWidget | None = None
+        self.store: Any = None
+        self.settings_dialog: QDialog | None = None
+        self._boot_task: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ start
+
+    def start(self) -> MainWindow:
+        """Build and show the window and start loading the model as a task (never blocks)."""
+        self.app.setQuitOnLastWindowClosed(False)  # quitting goes through quit_requested → shutdown()
+        apply_theme(self.app, self.settings.theme)
+        window = self.window = MainWindow(self.settings, self.snapshot, lambda rid: self.proxy.cancel(rid))
+        window.settings_requested.connect(self.open_settings)
+        window.closed.connect(self._window_closed)
+        self.chat_page = self._make_chat_page()
+        window.set_chat_page(self.chat_page)
+        window.show()
+        self._boot_task = self.spawn(self._boot())
+        if self._warning:
+            box = QMessageBox(QMessageBox.Icon.Warning, "Settings reset", self._warning, QMessageBox.StandardButton.Ok, window)
+            box.finished.connect(box.deleteLater)
+            box.open()  # not exec(): a nested loop inside a task breaks qasync
+            self._warning = None
+        return window
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        """Run a background task, keeping a strong reference until it ends."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def snapshot(self) -> Snapshot | None:
+        if self.gateway is None or self.monitor is None:
+            return None
+        return self.monitor.snapshot(self.gateway)
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait for the current (re)load to end; True when a model is up."""
+        async def settled() -> None:
+            while (task := self._boot_task) is not None:
+                try:
+                    await asyncio.shield(task)
+                    return
+                except asyncio.CancelledError:
+                    if task is self._boot_task:  # not replaced by a reload: really cancelled
+                        raise
+        await asyncio.wait_for(settled(), timeout)
+        return self.model_name is not None
+
+    # ------------------------------------------------------------------ the engine
+
+    async def _boot(self) -> None:
+        settings, window = self.settings, self.window
+        assert window is not None
+        window.set_error(None)
+        if window.phase is None:
+            window.set_phase(STARTING)
+        self.engine_state.emit("loading")
+        try:
+            spec = settings.model_spec()
+            hosts = make_hosts(spec, settings.worker_config(), settings.workers, cores=worker_cores())
+        except OmnideskError as err:
+            return self._failed(err.message)
+        monitor = EngineMonitor()
+        gateway = Gateway(monitor.wrap(hosts))
+        self.hosts, self.monitor, self.gateway = hosts, monitor, gateway
+        self.proxy.target = gateway
+        await gateway.start()
+        window.set_phase(None)  # from here on the workers report their own progress
+        if not await gateway.wait_ready():
+            errors = [s.message for h in hosts if (s := monitor.status(h.worker_id)) and s.message]
+            return self._failed(errors[0] if errors else "No worker could start.")
+        self.model_name, images = model_info(hosts, spec)
+        window.set_model(self.model_name, f"{spec.source} · {spec.device} · {spec.dtype} · {len(hosts)} worker(s)")
+        if images != self.supports_images:
+            self.supports_images = images
+            if hasattr(self.chat_page, "set_supports_images"):
+                self.chat_page.set_supports_images(images)  # type: ignore[union-attr]
+        log.info("Model %s ready on %d worker(s)", self.model_name, len(hosts))
+        self.engine_state.emit("ready")
+        window.refresh()
+
+    def _failed(self, message: str) -> None:
+        log.error("The model could not be loaded: %s", message)
+        if self.window is not None:
+            self.window.set_phase(None)
+            self.window.set_error(message)
+        self.engine_state.emit("failed")
+
+    async def _stop_engine(self) -> None:
+        """Detach the chat page from running replies, cancel a load, close the gateway (→ hosts)."""
+        if hasattr(self.chat_page, "set_gateway"):
+            self.chat_page.set_gateway(self.proxy)  # stops a running reply before its worker goes away
+            try:
+                await asyncio.wait_for(self.chat_page.tasks.wait(), 3.0)  # type: ignore[union-attr]
+            except asyncio.TimeoutError:
+                log.warning("The chat page did not stop its reply in time")
+        if self._boot_task is not None and not self._boot_task.done():
+            self._boot_task.cancel()
+            await asyncio.gather(self._boot_task, return_exceptions=True)
+        gateway, self.gateway, self.monitor = self.gateway, None, None
+        if gateway is not None:
+            await gateway.close()  # the proxy keeps it until here: late calls get "shutting down"
+        self.proxy.target = None
+        self.hosts, self.model_name = [], None
+
+    # ------------------------------------------------------------------ settings
+
+    async def apply_settings(self, new: Settings) -> bool:
+        """Save and apply new settings; the engine is rebuilt (with progress) when needed.
+        Returns True when it was. Sampling and the like apply at once: the chat reads self.settings."""
+        async with self._lock:
+            old = self.settings
+            self.settings = new
+            self.save()
+            if new.theme != old.theme:
+                apply_theme(self.app, new.theme)
+            if self._closed or not old.needs_reload(new):
+                return False
+            assert self.window is not None
+            self.window.set_phase(RESTARTING)  # until the new gateway is up (see _boot)
+            self.engine_state.emit("restarting")
+            await self._stop_engine()
+            self.window.set_model(None)
+            self._boot_task = self.spawn(self._boot())
+            return True
+
+    def open_settings(self) -> None:
+        if self.settings_dialog is not None and self.settings_dialog.isVisible():
+            self.settings_dialog.raise_()
+            self.settings_dialog.activateWindow()
+            return
+        from desktop.ui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices())
+        dialog.applied.connect(lambda new: self.spawn(self.apply_settings(new)))
+        dialog.finished.connect(self._settings_closed)
+        self.settings_dialog = dialog
+        dialog.open()
+
+    def _settings_closed(self) -> None:
+        if self.settings_dialog is not None:
+            self.settings_dialog.deleteLater()
+        self.settings_dialog = None
+
+    def save(self) -> None:
+        try:
+            save_settings(self.settings, self._path)
+        except OSError as exc:
+            log.error("Could not save the settings: %s", exc)
+            if self.window is not None:
+                self.window.show_message(f"Could not save the settings: {exc}")
+
+    # ------------------------------------------------------------------ pages
+
+    def _make_chat_page(self) -> QWidget:
+        try:
+            from desktop.engine.conversations import ConversationStore
+            from desktop.ui.chat.page import ChatPage
+
+            self.store = self.store or ConversationStore.default()
+            page = ChatPage(self.proxy, self.store, lambda: self.settings, supports_images=self.supports_images)
+        except Exception as exc:  # a broken chat page must not take the window down with it
+            log.exception("The chat page could not be built")
+            return ComingSoonPage("chat", "Chat is unavailable", f"The chat page could not be loaded: {exc}. "
+                                  "The details are in the log file (Help → Open log folder).")
+        page.conversation_changed.connect(self._conversation_changed)
+        return page
+
+    def _conversation_changed(self, conv_id: str) -> None:
+        self.settings.last_conversation_id = conv_id or None
+
+    # ------------------------------------------------------------------ shutdown
+
+    def _window_closed(self) -> None:
+        if self.window is not None:
+            state = {k: v for k, v in self.window.saved_state().items() if k in Settings.model_fields}
+            for key, value in state.items():
+                setattr(self.settings, key, value)
+            self.save()
+        self.quit_requested.emit()
+
+    async def shutdown(self) -> None:
+        """Windows first (state saved), then the gateway, which closes the hosts. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        window = self.window
+        if window is not None:
+            for dialog in window.findChildren(QDialog):
+                dialog.close()
+            if window.isVisible():
+                window.close()
+        await self._stop_engine()
+        for task in [t for t in self._tasks if t is not asyncio.current_task()]:
+            task.cancel()
+        await asyncio.gather(*self._tasks - {asyncio.current_task()}, return_exceptions=True)
+        if window is not None:
+            window.deleteLater()
+        self.engine_state.emit("closed")
+
+
+def model_info(hosts: list[WorkerHost], spec: ModelSpec) -> tuple[str, bool]:
+    """(model name, supports images): from a thread host's loaded model, else from the spec
+    (a subprocess host keeps its model in the child)."""
+    for host in hosts:
+        lm = getattr(getattr(host, "worker", None), "lm", None)
+        if lm is not None:
+            return lm.name, bool(getattr(lm, "supports_images", False))
+    source = spec.source
+    if source == "tiny":
+        return TINY_NAME, False
+    if source == "default":
+        try:
+            return default_name(embedded_default_gguf()), False
+        except OmnideskError:
+            return "embedded default model", False
+    path = Path(source)
+    return (path.stem if path.suffix.lower() == ".gguf" else path.name), False
+
+
+def worker_cores() -> int:
+    """CPU threads for the model: all cores but one, which is left to the UI thread. On 2 cores,
+    2 OpenMP threads next to a busy UI made decoding ~10× slower (bench/ui_latency.py)."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+def sound_devices() -> list[str]:
+    """Names of the audio devices for the settings dialog ([] without PortAudio or devices)."""
+    try:
+        import sounddevice
+
+        return [str(d["name"]) for d in sounddevice.query_devices()]
+    except Exception:  # no PortAudio, no devices: the dialog offers the system default only
+        return []

@@ -1,0 +1,64 @@
+"""The row of counter cards above the admin tables: requests, cache hit rate, tokens saved,
+time to first token (p50 / p95) and the gateway's routing decisions."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from desktop.ui.admin.format import percent
+from desktop.ui.admin.monitor import Snapshot
+
+
+class CounterCard(QFrame):
+    def __init__(self, caption: str, tip: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("counterCard")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 8, 12, 8)
+        layout.setSpacing(2)
+        self.value = QLabel("—")
+        self.value.setObjectName("counterValue")
+        self.detail = QLabel(caption)
+        self.detail.setObjectName("counterCaption")
+        self.detail.setWordWrap(True)
+        layout.addWidget(self.value)
+        layout.addWidget(self.detail)
+        self.caption = caption
+        self.setToolTip(tip)
+
+    def set(self, value: str, detail: str = "") -> None:
+        self.value.setText(value)
+        self.detail.setText(f"{self.caption} · {detail}" if detail else self.caption)
+
+
+class CountersRow(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.requests = CounterCard("requests done", "Requests completed since the model was loaded, of all submitted")
+        self.hit_rate = CounterCard("cache hits", "Prefills that reused cached KV (hit, extend, prefix or system prompt)")
+        self.saved = CounterCard("tokens saved", "Prompt tokens taken from the KV cache instead of being computed again")
+        self.ttft = CounterCard("TTFT p50 / p95", "Time to first token as measured in the workers")
+        self.routing = CounterCard("routing", "Where the gateway sent requests: cached history (hit), a free slot, an evicted slot, a pinned session")
+        for card in (self.requests, self.hit_rate, self.saved, self.ttft, self.routing):
+            layout.addWidget(card, 1)
+
+    def show_snapshot(self, snap: Snapshot) -> None:
+        req, c = snap.requests, snap.counters
+        failed = req.get("failed", 0)
+        self.requests.set(f"{req.get('completed', 0)} / {req.get('submitted', 0)}",
+                          f"{failed} failed" if failed else f"{req.get('running', 0)} running")
+        if c.get("requests"):
+            self.hit_rate.set(percent(c["cache_hit_rate"]), f"of {c['requests']}")
+            total = c.get("input_tokens", 0)
+            self.saved.set(f"{c['tokens_saved']:,}", f"of {total:,}" if total else "")
+            p50, p95 = c["ttft_p50_ms"], c["ttft_p95_ms"]
+            self.ttft.set(f"{p50:.0f} / {p95:.0f} ms" if p50 > 0 else "—")
+        else:
+            self.hit_rate.set("—")
+            self.saved.set("0")
+            self.ttft.set("—")
+        r = snap.routing
+        self.routing.set(f"{r.get('hit', 0)} hit · {r.get('free', 0)} free",
+                         f"{r.get('evict', 0)} evict · {r.get('session', 0)} session")

@@ -1,0 +1,180 @@
+"""What the status bar and the admin panel show, without Qt: a tap on each worker host (its
+status, slot snapshots and per-request stats, as the gateway receives them) merged with gateway.stats()."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from desktop.engine.protocol import Command, Done, ErrorEvent, SlotInfo
+from desktop.workers.host import EventSink, WorkerHost, WorkerStatus
+from desktop.workers.stats import WorkerCounters
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRow:
+    id: str
+    state: str  # loading | idle | busy | error
+    device: str
+    in_flight: int
+    capacity: int
+    slots_used: int
+    slots_total: int
+    sessions: int
+    message: str  # load progress or the error
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRow:
+    worker: str
+    index: int
+    state: str  # empty | idle | active | session | …
+    hash_prefix: str  # first 8 hex of the last message-prefix hash ('' when none)
+    messages: int
+    tokens: int
+    idle_s: float | None  # seconds since last use (None: never used)
+    kv_bytes: int | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.worker}/{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    request_id: str
+    position: int
+    waited_s: float
+    eta_s: float
+    worker: str  # the worker a session command waits for ('' for any)
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything on the admin panel at one moment."""
+
+    workers: list[WorkerRow]
+    slots: list[SlotRow]
+    queue: list[QueueRow]
+    counters: dict[str, float]
+    requests: dict[str, int]
+    routing: dict[str, int]
+    cache_kinds: dict[str, int]
+    queue_stats: dict[str, Any] = field(default_factory=dict)
+
+
+class EngineMonitor:
+    """Watches the hosts of one gateway. `wrap(hosts)` returns hosts to give the gateway; the
+    tap runs on worker threads, so it only stores references and counts under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._status: dict[str, WorkerStatus] = {}
+        self._slots: dict[str, tuple[SlotInfo, ...]] = {}
+        self._counters = WorkerCounters()
+
+    def wrap(self, hosts: Sequence[WorkerHost]) -> list[WorkerHost]:
+        return [TappedHost(host, self) for host in hosts]
+
+    def observe(self, worker_id: str, event: Any) -> None:
+        if isinstance(event, WorkerStatus):
+            self._status[worker_id] = event
+        elif isinstance(event, Done):
+            with self._lock:
+                if event.slots:
+                    self._slots[worker_id] = event.slots
+                if event.stats.finish_reason != "cancelled" or event.stats.input_tokens:
+                    self._counters.record(event.stats)
+        elif isinstance(event, ErrorEvent):
+            with self._lock:
+                self._counters.errors += 1
+
+    def status(self, worker_id: str) -> WorkerStatus | None:
+        return self._status.get(worker_id)
+
+    def counters(self) -> dict[str, float]:
+        with self._lock:
+            return self._counters.snapshot()
+
+    # ------------------------------------------------------------------ the merged view
+
+    def snapshot(self, gateway: Any, now: float | None = None) -> Snapshot:
+        """Read gateway.stats() once and merge in what the tap saw. `now` is the gateway's clock."""
+        now = time.monotonic() if now is None else now
+        stats = gateway.stats()
+        workers, slots = [], []
+        for w in stats["workers"]:
+            status = self._status.get(w["id"])
+            state = w["state"]
+            if state == "idle" and w["in_flight"]:
+                state = "busy"
+            message = status.message if status is not None and status.state.value == w["state"] else ""
+            used = sum(1 for s in w["slots"] if s["in_use"])
+            workers.append(WorkerRow(w["id"], state, status.device if status else "—", w["in_flight"],
+                                     w["capacity"], used, len(w["slots"]), w.get("sessions", 0), message))
+            known = {s.index: s for s in self._slots.get(w["id"], ())}
+            for s in w["slots"]:
+                info = known.get(s["index"])
+                if s["in_use"]:
+                    slot_state = "active"
+                elif s["session_id"]:
+                    slot_state = "session"
+                elif info is not None and info.state not in ("busy",):
+                    slot_state = info.state
+                else:
+                    slot_state = "idle" if s["tokens"] else "empty"
+                hashes = info.hashes if info is not None else ()
+                idle = now - s["last_used"] if s["last_used"] else None
+                slots.append(SlotRow(w["id"], s["index"], slot_state, hashes[-1][:4].hex() if hashes else "",
+                                     s["hashes"], s["tokens"], idle, info.kv_bytes if info is not None else None))
+        return Snapshot(workers, slots, queue_rows(gateway, stats, now), self.counters(), stats["requests"],
+                        stats["routing"], stats["cache"], stats["queue"])
+
+
+def queue_rows(gateway: Any, stats: dict, now: float) -> list[QueueRow]:
+    """The waiting requests in order. Uses stats()["queue"]["entries"] when the gateway reports
+    them; until then reads the pool's queue directly (read-only)."""
+    entries = stats["queue"].get("entries")
+    if entries is not None:
+        return [QueueRow(e["request_id"], e["position"], e.get("waited_s", 0.0), e.get("eta_s", 0.0),
+                         e.get("pin") or "", e.get("kind", "")) for e in entries]
+    pool = getattr(gateway, "_pool", None)
+    if pool is None or not hasattr(pool, "queued"):
+        return []
+    return [QueueRow(e.request_id, e.position, max(now - e.arrived, 0.0), e.eta_s, e.pin or "",
+                     _kind(e.cmd)) for e in pool.queued()]
+
+
+def _kind(cmd: Command) -> str:
+    name = type(cmd).__name__
+    return {"Chat": "chat", "CreateSession": "new session", "AppendInput": "append",
+            "Generate": "generate", "EndSession": "end session"}.get(name, name.lower())
+
+
+class TappedHost(WorkerHost):
+    """A host that shows the monitor every event it hands the gateway (the same objects)."""
+
+    def __init__(self, inner: WorkerHost, monitor: EngineMonitor) -> None:
+        self.inner, self.worker_id, self._monitor = inner, inner.worker_id, monitor
+
+    def start(self, sink: EventSink) -> None:
+        def tap(worker_id: str, event: Any) -> None:
+            try:
+                self._monitor.observe(worker_id, event)
+            except Exception:  # the tap must never break a worker's event path
+                log.exception("Monitor failed on %s", type(event).__name__)
+            sink(worker_id, event)
+
+        self.inner.start(tap)
+
+    def submit(self, cmd: Command) -> None:
+        self.inner.submit(cmd)
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.inner.close(timeout)

@@ -1,0 +1,169 @@
+"""The admin page: counters, the workers table, the KV slots table and the request queue with a
+Cancel action. It shows whatever Snapshot it is given; the main window feeds it every ~500 ms."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Awaitable, Callable
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton, QTableView,
+    QVBoxLayout, QWidget,
+)
+
+from desktop.errors import OmnideskError
+from desktop.ui.admin.counters import CountersRow
+from desktop.ui.admin.monitor import Snapshot
+from desktop.ui.admin.queue_model import QueueModel
+from desktop.ui.admin.rows_model import RowsModel
+from desktop.ui.admin.slots_model import SlotsModel
+from desktop.ui.admin.workers_model import WorkersModel
+
+log = logging.getLogger(__name__)
+Cancel = Callable[[str], Awaitable[None]]
+
+
+class AdminPanel(QWidget):
+    """`cancel(request_id)` is awaited when the user cancels a queued request; `status(text)`
+    reports what happened (for the status bar)."""
+
+    status = Signal(str)
+
+    def __init__(self, cancel: Cancel | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("adminPanel")
+        self._cancel = cancel
+        self._tasks: set[asyncio.Task] = set()
+        self.workers, self.slots, self.queue = WorkersModel(self), SlotsModel(self), QueueModel(self)
+        self.counters = CountersRow()
+        self.workers_view = _table(self.workers)
+        self.slots_view = _table(self.slots)
+        self.queue_view = _table(self.queue)
+        self.queue_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.queue_view.customContextMenuRequested.connect(self._queue_menu)
+        self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.cancel_button = QPushButton("Cancel request")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.setToolTip("Remove the selected request from the queue")
+        self.cancel_button.clicked.connect(self.cancel_selected)
+        self.note = QLabel("Waiting for the engine…")
+        self.note.setObjectName("adminNote")
+
+        title = QLabel("Admin")
+        font = title.font()
+        font.setPointSizeF(font.pointSizeF() * 1.4)
+        font.setBold(True)
+        title.setFont(font)
+        queue_head = QHBoxLayout()
+        queue_head.addWidget(_section("Queue"))
+        queue_head.addStretch(1)
+        queue_head.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(18, 14, 18, 10)
+        head = QHBoxLayout()
+        head.addWidget(title)
+        head.addStretch(1)
+        head.addWidget(self.note)
+        layout.addLayout(head)
+        layout.addWidget(self.counters)
+        layout.addSpacing(4)
+        layout.addWidget(_section("Workers"))
+        layout.addWidget(self.workers_view)
+        layout.addWidget(_section("KV slots"))
+        layout.addWidget(self.slots_view, 3)
+        layout.addLayout(queue_head)
+        layout.addWidget(self.queue_view, 1)
+        self._fit(self.workers_view, 1)
+
+    # ------------------------------------------------------------------ data
+
+    def show_snapshot(self, snap: Snapshot | None) -> None:
+        if snap is None:
+            self.note.setText("No engine running (the model is restarting)")
+            for model in (self.workers, self.slots, self.queue):
+                model.set_rows([])
+            return
+        selected = self.selected_request()
+        if len(snap.workers) != self.workers.rowCount():
+            self._fit(self.workers_view, len(snap.workers))
+        self.workers.set_rows(snap.workers)
+        self.slots.set_rows(snap.slots)
+        self.queue.set_rows(snap.queue)
+        if selected is not None and (row := self.queue.find(selected)) >= 0:
+            self.queue_view.selectRow(row)
+        self.counters.show_snapshot(snap)
+        q = snap.queue_stats
+        self.note.setText(f"Queue wait p50 {q.get('wait_ms_p50', 0):.0f} ms · p95 {q.get('wait_ms_p95', 0):.0f} ms"
+                          if q else "")
+        self._selection_changed()
+
+    @staticmethod
+    def _fit(view: QTableView, rows: int) -> None:
+        """The workers table is as tall as its rows (1–6), leaving the room to the slots."""
+        height = view.horizontalHeader().sizeHint().height() + view.verticalHeader().defaultSectionSize() * min(max(rows, 1), 6)
+        view.setFixedHeight(height + 2 * view.frameWidth() + 2)
+
+    def selected_request(self) -> str | None:
+        rows = self.queue_view.selectionModel().selectedRows()
+        return self.queue.row_key(rows[0].row()) if rows else None
+
+    # ------------------------------------------------------------------ cancel
+
+    def cancel_selected(self) -> None:
+        request_id = self.selected_request()
+        if request_id is not None:
+            self.cancel_request(request_id)
+
+    def cancel_request(self, request_id: str) -> asyncio.Task | None:
+        if self._cancel is None:
+            return None
+        task = asyncio.ensure_future(self._do_cancel(request_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _do_cancel(self, request_id: str) -> None:
+        try:
+            await self._cancel(request_id)  # type: ignore[misc]
+        except OmnideskError as err:  # it started or ended meanwhile
+            self.status.emit(f"Could not cancel: {err.message}")
+            return
+        self.status.emit(f"Cancelled request {request_id[:12]}")
+
+    def _queue_menu(self, pos: QPoint) -> None:
+        index = self.queue_view.indexAt(pos)
+        request_id = self.queue.row_key(index.row()) if index.isValid() else None
+        if request_id is None:
+            return
+        menu = QMenu(self)
+        menu.addAction("Cancel request", lambda: self.cancel_request(request_id))
+        menu.popup(self.queue_view.viewport().mapToGlobal(pos))
+
+    def _selection_changed(self, *_: object) -> None:
+        self.cancel_button.setEnabled(self._cancel is not None and self.selected_request() is not None)
+
+
+def _table(model: RowsModel) -> QTableView:
+    view = QTableView()
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setAlternatingRowColors(True)
+    view.setShowGrid(False)
+    view.setWordWrap(False)
+    view.verticalHeader().hide()
+    view.verticalHeader().setDefaultSectionSize(26)
+    header = view.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setStretchLastSection(True)
+    header.setHighlightSections(False)
+    return view
+
+
+def _section(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("sectionTitle")
+    return label

@@ -1,0 +1,243 @@
+"""The main window: sidebar navigation over Chat, Call, Recordings and Admin, the menus and
+keyboard shortcuts, the model-loading banner above the chat, and the status bar."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from PySide6.QtCore import QByteArray, QEvent, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices
+from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QMessageBox, QStackedWidget, QVBoxLayout, QWidget
+
+from desktop import __version__
+from desktop.logs import log_dir
+from desktop.settings import Settings
+from desktop.ui.admin.format import loading_fraction
+from desktop.ui.admin.monitor import Snapshot
+from desktop.ui.admin.panel import AdminPanel, Cancel
+from desktop.ui.icons import app_icon
+from desktop.ui.loading_banner import LoadingBanner
+from desktop.ui.nav import KEYS, NavBar
+from desktop.ui.placeholder import call_page, recordings_page
+from desktop.ui.shortcuts import SHORTCUTS, ShortcutsDialog, sequence
+from desktop.ui.status_bar import StatusBar
+from desktop.ui.theme import WINDOW_CSS
+
+log = logging.getLogger(__name__)
+REFRESH_MS = 500
+WAIT_HINT = "You can read your conversations meanwhile; messages you send now wait until it is ready."
+
+
+class MainWindow(QMainWindow):
+    """`snapshot()` is polled every REFRESH_MS (None while no engine runs). Emits
+    `settings_requested` (Ctrl+,) and `closed` once the window has closed (Ctrl+Q or the
+    close button); `saved_state()` gives what to remember in the settings."""
+
+    settings_requested = Signal()
+    closed = Signal()
+
+    def __init__(self, settings: Settings, snapshot: Callable[[], Snapshot | None],
+                 cancel: Cancel | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Omnidesk")
+        self.setWindowIcon(app_icon())
+        self.setStyleSheet(WINDOW_CSS)
+        self._snapshot = snapshot
+        self._phase: str | None = None
+        self._error: str | None = None
+        self.chat_page: QWidget = QWidget()
+        self.nav = NavBar()
+        self.banner = LoadingBanner()
+        self.banner.settings_requested.connect(self.settings_requested)
+        self.admin = AdminPanel(cancel)
+        self.status = StatusBar()
+        self.setStatusBar(self.status)
+        self.admin.status.connect(self.show_message)
+
+        chat_area = QWidget()
+        self._chat_layout = QVBoxLayout(chat_area)
+        self._chat_layout.setContentsMargins(0, 0, 0, 0)
+        self._chat_layout.setSpacing(0)
+        self._chat_layout.addWidget(self.banner)
+        self._chat_layout.addWidget(self.chat_page, 1)
+        self.stack = QStackedWidget()
+        self.pages = {"chat": chat_area, "call": call_page(), "recordings": recordings_page(), "admin": self.admin}
+        for key in KEYS:
+            self.stack.addWidget(self.pages[key])
+        central = QWidget()
+        row = QHBoxLayout(central)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addWidget(self.nav)
+        row.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+        self.nav.page_selected.connect(self._page_selected)
+
+        self.actions: dict[str, QAction] = {}
+        self._build_actions()
+        self._build_menus()
+        self._restore(settings)
+        self.timer = QTimer(self)
+        self.timer.setInterval(REFRESH_MS)
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start()
+
+    # ------------------------------------------------------------------ pages
+
+    def set_chat_page(self, page: QWidget) -> None:
+        """Put the chat page (or a stand-in) under the loading banner, replacing the previous one."""
+        old, self.chat_page = self.chat_page, page
+        self._chat_layout.replaceWidget(old, page)
+        old.setParent(None)
+        old.deleteLater()
+        if hasattr(page, "status"):
+            page.status.connect(self.show_message)
+
+    def show_page(self, key: str) -> None:
+        self.nav.select(key)
+
+    @property
+    def current_page(self) -> str:
+        return KEYS[self.stack.currentIndex()]
+
+    def _page_selected(self, key: str) -> None:
+        self.stack.setCurrentWidget(self.pages[key])
+        if key == "admin":
+            self.refresh()
+
+    # ------------------------------------------------------------------ engine state
+
+    def set_model(self, name: str | None, detail: str = "") -> None:
+        self.status.set_model(name, detail)
+        self.setWindowTitle(f"Omnidesk · {name}" if name else "Omnidesk")
+
+    @property
+    def phase(self) -> str | None:
+        return self._phase
+
+    def set_phase(self, text: str | None) -> None:
+        """What the app does while no engine is there (e.g. restarting the model); None: done."""
+        self._phase = text
+        self.refresh()
+
+    def set_error(self, text: str | None) -> None:
+        """An engine that could not even start (None clears it)."""
+        self._error = text
+        self.refresh()
+
+    def show_message(self, text: str) -> None:
+        self.status.showMessage(text, 6000)
+
+    def refresh(self) -> None:
+        snap = self._snapshot()
+        self.status.show_snapshot(snap, self._phase)
+        self._update_banner(snap)
+        if self.current_page == "admin":
+            self.admin.show_snapshot(snap)
+
+    def _update_banner(self, snap: Snapshot | None) -> None:
+        if self._phase:
+            self.banner.show_progress(f"<b>{self._phase}</b>", None)
+            return
+        workers = snap.workers if snap is not None else []
+        if any(w.state in ("idle", "busy") for w in workers):
+            self.banner.hide()
+            return
+        loading = [w for w in workers if w.state == "loading"]
+        errors = [w for w in workers if w.state == "error"]
+        if loading:
+            message = loading[0].message or "Loading the model…"
+            self.banner.show_progress(f"<b>{message}</b><br>{WAIT_HINT}", loading_fraction(message))
+        elif errors or self._error:
+            why = errors[0].message if errors else self._error
+            self.banner.show_error(f"<b>The model could not be loaded.</b> {why}")
+        else:
+            self.banner.hide()
+
+    # ------------------------------------------------------------------ actions
+
+    def _build_actions(self) -> None:
+        handlers: dict[str, Callable[[], None]] = {
+            "new_chat": self.new_chat, "search": self.search, "stop": self.stop_reply,
+            "settings": self.settings_requested.emit, "shortcuts": self.show_shortcuts, "quit": self.close,
+        }
+        for key in KEYS:
+            handlers[f"page_{key}"] = lambda key=key: self.show_page(key)
+        for sc in SHORTCUTS:
+            action = QAction(sc.text, self)
+            action.setShortcut(sequence(sc))
+            action.triggered.connect(lambda _checked=False, fn=handlers[sc.action]: fn())
+            self.addAction(action)  # shortcuts work even with the menu bar hidden
+            self.actions[sc.action] = action
+        self.actions["settings"].setMenuRole(QAction.MenuRole.PreferencesRole)
+        self.actions["quit"].setMenuRole(QAction.MenuRole.QuitRole)
+
+    def _build_menus(self) -> None:
+        a, bar = self.actions, self.menuBar()
+        file = bar.addMenu("&File")
+        for name in ("new_chat", "settings", None, "quit"):
+            file.addAction(a[name]) if name else file.addSeparator()
+        chat = bar.addMenu("&Chat")
+        chat.addActions([a["search"], a["stop"]])
+        view = bar.addMenu("&View")
+        view.addActions([a[f"page_{k}"] for k in KEYS])
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(a["shortcuts"])
+        help_menu.addAction("Open log folder", lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(log_dir()))))
+        help_menu.addAction("About Omnidesk", self.show_about)
+
+    def _call_chat(self, method: str) -> None:
+        fn = getattr(self.chat_page, method, None)
+        if callable(fn):
+            fn()
+
+    def new_chat(self) -> None:
+        self.show_page("chat")
+        self._call_chat("new_conversation")
+        self._call_chat("focus_composer")
+
+    def search(self) -> None:
+        self.show_page("chat")
+        self._call_chat("focus_search")
+
+    def stop_reply(self) -> None:
+        self._call_chat("stop")
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        dialog = ShortcutsDialog(self)
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+        return dialog
+
+    def show_about(self) -> None:
+        box = QMessageBox(QMessageBox.Icon.Information, "About Omnidesk",
+                          f"<b>Omnidesk {__version__}</b><br>A private assistant that runs on your own computer. "
+                          "Conversations and their cache stay on this machine.", QMessageBox.StandardButton.Ok, self)
+        box.finished.connect(box.deleteLater)
+        box.open()
+
+    # ------------------------------------------------------------------ state and closing
+
+    def _restore(self, settings: Settings) -> None:
+        geometry = settings.window_geometry
+        if not (geometry and self.restoreGeometry(QByteArray.fromBase64(geometry.encode("ascii")))):
+            self.resize(1120, 740)
+        last = getattr(settings, "last_page", None)
+        self.show_page(last if last in KEYS else "chat")
+
+    def saved_state(self) -> dict[str, str]:
+        """Settings fields to remember: window geometry (base64) and the page shown last."""
+        return {"window_geometry": bytes(self.saveGeometry().toBase64().data()).decode("ascii"),
+                "last_page": self.current_page}
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.PaletteChange:
+            self.setStyleSheet(WINDOW_CSS)  # re-resolve palette() entries after a theme switch
+        super().changeEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.timer.stop()
+        event.accept()
+        super().closeEvent(event)
+        self.closed.emit()

@@ -1,0 +1,79 @@
+"""The main window's status bar: the model, the workers' states ("1 worker: idle", "loading 40%")
+and the queue length, kept as permanent fields; transient messages appear on the left."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from PySide6.QtWidgets import QFrame, QLabel, QStatusBar, QWidget
+
+from desktop.ui.admin.format import loading_fraction, percent
+from desktop.ui.admin.monitor import Snapshot, WorkerRow
+
+ORDER = ("busy", "idle", "loading", "error")
+
+
+def worker_state_text(w: WorkerRow) -> str:
+    if w.state == "loading":
+        fraction = loading_fraction(w.message)
+        return f"loading {percent(fraction)}" if fraction is not None else "loading"
+    return w.state
+
+
+def worker_summary(workers: list[WorkerRow]) -> str:
+    """'1 worker: idle' · '1 worker: loading 40%' · '2 workers: 1 busy, 1 idle' · 'No workers'."""
+    if not workers:
+        return "No workers"
+    if len(workers) == 1:
+        return f"1 worker: {worker_state_text(workers[0])}"
+    counts = Counter(w.state for w in workers)
+    if len(counts) == 1:
+        (state,) = counts
+        if state == "loading":
+            fractions = [loading_fraction(w.message) for w in workers]
+            if all(f is not None for f in fractions):
+                return f"{len(workers)} workers: loading {percent(min(fractions))}"  # type: ignore[type-var]
+        return f"{len(workers)} workers: {state}"
+    parts = [f"{counts[s]} {s}" for s in ORDER if counts[s]]
+    parts += [f"{n} {s}" for s, n in counts.items() if s not in ORDER]
+    return f"{len(workers)} workers: " + ", ".join(parts)
+
+
+def queue_summary(length: int) -> str:
+    return "Queue: empty" if length == 0 else f"Queue: {length} waiting"
+
+
+class StatusBar(QStatusBar):
+    """`show_snapshot(snapshot or None)` every tick; `set_model(...)` when a model is up."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model_label = QLabel("No model loaded")
+        self.workers_label = QLabel("Starting…")
+        self.queue_label = QLabel(queue_summary(0))
+        for label in (self.model_label, self.workers_label, self.queue_label):
+            label.setContentsMargins(8, 0, 8, 0)
+            self.addPermanentWidget(_separator())
+            self.addPermanentWidget(label)
+
+    def set_model(self, name: str | None, detail: str = "") -> None:
+        self.model_label.setText(f"Model: {name}" if name else "No model loaded")
+        self.model_label.setToolTip(detail)
+
+    def show_snapshot(self, snapshot: Snapshot | None, phase: str | None = None) -> None:
+        """`phase`: what the app is doing while there is no gateway (e.g. restarting the model)."""
+        if snapshot is None:
+            self.workers_label.setText(phase or "No workers")
+            self.queue_label.setText(queue_summary(0))
+            return
+        self.workers_label.setText(phase or worker_summary(snapshot.workers))
+        tips = [f"{w.id} ({w.device}): {w.state}{' · ' + w.message if w.message else ''}" for w in snapshot.workers]
+        self.workers_label.setToolTip("\n".join(tips))
+        self.queue_label.setText(queue_summary(len(snapshot.queue) or snapshot.queue_stats.get("length", 0)))
+
+
+def _separator() -> QFrame:
+    line = QFrame()
+    line.setFrameShape(QFrame.Shape.VLine)
+    line.setFrameShadow(QFrame.Shadow.Sunken)
+    return line

@@ -1,0 +1,135 @@
+"""Admin panel tests (offscreen, tiny model): after chats it lists the worker and its slots with
+hash, tokens, age and KV memory; the counters add up; a queued request can be cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop.composition import Composition
+from desktop.engine.protocol import ChunkEvent, Done
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+from desktop.settings import Settings
+from desktop.ui.admin.format import ago, loading_fraction, size
+from desktop.ui.admin.monitor import WorkerRow
+from desktop.ui.status_bar import queue_summary, worker_summary
+
+
+@pytest.fixture
+def comp(tmp_path, monkeypatch, qapp, aloop, qtbot):
+    for name in ("CONFIG", "DATA", "LOG"):
+        monkeypatch.setenv(f"OMNIDESK_{name}_DIR", str(tmp_path / name.lower()))
+    made: list[Composition] = []
+
+    def make(**fields) -> Composition:
+        c = Composition(qapp, Settings(model_source="tiny", **fields), settings_path=tmp_path / "settings.json")
+        c.start()
+        made.append(c)
+        assert aloop.run(c.wait_ready(60))  # before any qtbot wait: those step tasks outside the loop
+        qtbot.waitExposed(c.window)
+        return c
+
+    yield make
+    for c in made:
+        aloop.run(c.shutdown(), 30)
+
+
+async def chat(gateway, messages: list[Message], max_tokens: int = 8) -> Done:
+    end = None
+    async for event in gateway.chat(messages, SamplingParams(max_tokens=max_tokens, temperature=0.0)):
+        end = event
+    assert isinstance(end, Done), end
+    return end
+
+
+def cells(view, row: int) -> list[str]:
+    model = view.model()
+    return [model.data(model.index(row, c)) for c in range(model.columnCount())]
+
+
+def test_admin_lists_worker_and_slots_after_chats(comp, aloop, screenshot):
+    c = comp()
+    c.window.show_page("admin")
+
+    async def conversations() -> None:
+        for opener in ("Hello there", "What is the weather like?"):
+            msgs = [Message("system", "You are a helpful assistant."), Message("user", opener)]
+            done = await chat(c.proxy, msgs)
+            await chat(c.proxy, msgs + [Message("assistant", done.text), Message("user", "And then?")])
+
+    aloop.run(conversations(), 60)
+    c.window.refresh()
+    panel = c.window.admin
+    assert panel.workers.rowCount() == 1
+    worker = cells(panel.workers_view, 0)
+    assert worker[:3] == ["cpu0", "idle", "cpu"] and worker[3] == "0 / 4" and worker[4] == "0 / 4"
+    rows = [cells(panel.slots_view, r) for r in range(panel.slots.rowCount())]
+    assert [r[1] for r in rows] == ["0", "1", "2", "3"]
+    used = [r for r in rows if r[2] == "idle"]
+    assert len(used) == 2, rows  # one slot per conversation, the second turn hit the first's slot
+    for r in used:
+        assert re.fullmatch(r"[0-9a-f]{8}", r[3]) and int(r[4]) >= 3 and int(r[5].replace(",", "")) > 0
+        assert r[7] in ("just now", "1 s ago", "2 s ago") and r[6].endswith(("KB", "MB", "B"))
+    assert all(r[3] == "—" and r[6] == "—" for r in rows if r[2] == "empty")
+    counters = panel.counters
+    assert counters.requests.value.text() == "4 / 4"
+    assert counters.hit_rate.value.text() != "—" and counters.saved.value.text() != "0"
+    hit, free = map(int, re.match(r"(\d+) hit · (\d+) free", counters.routing.value.text()).groups())
+    assert hit >= 2 and hit + free == 4  # a shared system prompt may already route the 2nd opener as a hit
+    assert re.fullmatch(r"\d+ / \d+ ms", counters.ttft.value.text())
+    c.window.resize(1100, 720)
+    screenshot(c.window, "main_window_admin")
+
+
+def test_queued_request_is_listed_and_can_be_cancelled(comp, aloop, qtbot):
+    c = comp(slots_per_worker=1)
+    c.window.show_page("admin")
+    panel = c.window.admin
+
+    async def scenario() -> None:
+        long = c.proxy.chat([Message("user", "Tell me a long story")],
+                            SamplingParams(max_tokens=4000, ignore_eos=True))
+        first = await long.__anext__()
+        while not isinstance(first, ChunkEvent):  # running: the only slot is taken
+            first = await long.__anext__()
+        waiting = c.proxy.chat([Message("user", "Me too")], SamplingParams(max_tokens=4))
+        await asyncio.sleep(0.05)
+        c.window.refresh()
+        assert panel.queue.rowCount() == 1
+        row = cells(panel.queue_view, 0)
+        assert row[0] == "1" and waiting.request_id.startswith(row[1]) and row[2] == "chat" and row[5] == "any"
+        assert c.window.status.queue_label.text() == "Queue: 1 waiting"
+        panel.queue_view.selectRow(0)
+        assert panel.cancel_button.isEnabled()
+        said: list[str] = []
+        panel.status.connect(said.append)
+        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+        events = [e async for e in waiting]
+        assert isinstance(events[-1], Done) and events[-1].stats.finish_reason == "cancelled"
+        await asyncio.sleep(0.05)
+        assert said and said[0].startswith("Cancelled request")
+        c.window.refresh()
+        assert panel.queue.rowCount() == 0 and not panel.cancel_button.isEnabled()
+        panel.cancel_request(waiting.request_id)  # gone already: a message, not an exception
+        await asyncio.sleep(0.05)
+        assert said[-1].startswith("Could not cancel")
+        await long.aclose()
+
+    aloop.run(scenario(), 60)
+
+
+def test_formatting_helpers():
+    assert [ago(None), ago(0.2), ago(3.4), ago(125), ago(7200)] == ["—", "just now", "3 s ago", "2 min ago", "2 h ago"]
+    assert [size(None), size(512), size(23 * 1024), size(3_500_000), size(5 << 30)] == [
+        "—", "512 B", "23 KB", "3.3 MB", "5.0 GB"]
+    assert loading_fraction("Loading model… 40%") == 0.4 and loading_fraction("Loading tokenizer…") is None
+    row = lambda state, msg="": WorkerRow("w", state, "cpu", 0, 4, 0, 4, 0, msg)  # noqa: E731
+    assert worker_summary([row("idle")]) == "1 worker: idle"
+    assert worker_summary([row("loading", "Converting… 40%")]) == "1 worker: loading 40%"
+    assert worker_summary([row("busy"), row("idle"), row("idle")]) == "3 workers: 1 busy, 2 idle"
+    assert worker_summary([row("loading", "a 10%"), row("loading", "b 30%")]) == "2 workers: loading 10%"
+    assert worker_summary([]) == "No workers" and queue_summary(0) == "Queue: empty"
