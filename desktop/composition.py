@@ -38,7 +38,8 @@ class GatewayProxy:
     def __getattr__(self, name: str) -> Any:
         target = self.__dict__.get("target")
         if target is None:
-            raise OmnideskError("The model is not running yet; try again in a moment.", code="not_ready", retryable=True)
+            raise OmnideskError("The model is not running yet; try again in a moment.", code="not_ready",
+                                retryable=True)
         return getattr(target, name)
 
 
@@ -83,7 +84,8 @@ class Composition(QObject):
         window.show()
         self._boot_task = self.spawn(self._boot())
         if self._warning:
-            box = QMessageBox(QMessageBox.Icon.Warning, "Settings reset", self._warning, QMessageBox.StandardButton.Ok, window)
+            box = QMessageBox(QMessageBox.Icon.Warning, "Settings reset", self._warning,
+                              QMessageBox.StandardButton.Ok, window)
             box.finished.connect(box.deleteLater)
             box.open()  # not exec(): a nested loop inside a task breaks qasync
             self._warning = None
@@ -156,10 +158,9 @@ class Composition(QObject):
 
     async def _stop_engine(self) -> None:
         """Detach the chat page from running replies, cancel a load, close the gateway (→ hosts)."""
-        if hasattr(self.chat_page, "set_gateway"):
-            self.chat_page.set_gateway(self.proxy)  # stops a running reply before its worker goes away
+        if hasattr(self.chat_page, "shutdown"):  # stops a running reply before its worker goes away
             try:
-                await asyncio.wait_for(self.chat_page.tasks.wait(), 3.0)  # type: ignore[union-attr]
+                await asyncio.wait_for(self.chat_page.shutdown(), 3.0)  # type: ignore[union-attr]
             except asyncio.TimeoutError:
                 log.warning("The chat page did not stop its reply in time")
         if self._boot_task is not None and not self._boot_task.done():
@@ -193,17 +194,16 @@ class Composition(QObject):
             return True
 
     def open_settings(self) -> None:
-        if self.settings_dialog is not None and self.settings_dialog.isVisible():
-            self.settings_dialog.raise_()
-            self.settings_dialog.activateWindow()
-            return
+        """Ctrl+,: the settings dialog (non-blocking; a second call raises the open one)."""
         from desktop.ui.settings_dialog import SettingsDialog
 
-        dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices())
-        dialog.applied.connect(lambda new: self.spawn(self.apply_settings(new)))
-        dialog.finished.connect(self._settings_closed)
-        self.settings_dialog = dialog
-        dialog.open()
+        if self.settings_dialog is None:
+            dialog = self.settings_dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices())
+            dialog.applied.connect(lambda new: self.spawn(self.apply_settings(new)))
+            dialog.finished.connect(self._settings_closed)
+            dialog.open()
+        self.settings_dialog.raise_()
+        self.settings_dialog.activateWindow()
 
     def _settings_closed(self) -> None:
         if self.settings_dialog is not None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from PySide6.QtCore import QByteArray, QEvent, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices
+from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QMessageBox, QStackedWidget, QVBoxLayout, QWidget
 
 from desktop import __version__
@@ -127,7 +127,7 @@ class MainWindow(QMainWindow):
         self.refresh()
 
     def show_message(self, text: str) -> None:
-        self.status.showMessage(text, 6000)
+        self.status.say(text)
 
     def refresh(self) -> None:
         snap = self._snapshot()
@@ -166,7 +166,10 @@ class MainWindow(QMainWindow):
             handlers[f"page_{key}"] = lambda key=key: self.show_page(key)
         for sc in SHORTCUTS:
             action = QAction(sc.text, self)
-            action.setShortcut(sequence(sc))
+            if sc.grab:
+                action.setShortcut(sequence(sc))
+            else:  # shown in the menu, handled in keyPressEvent
+                action.setText(f"{sc.text}\t{sequence(sc).toString(QKeySequence.SequenceFormat.NativeText)}")
             action.triggered.connect(lambda _checked=False, fn=handlers[sc.action]: fn())
             self.addAction(action)  # shortcuts work even with the menu bar hidden
             self.actions[sc.action] = action
@@ -230,6 +233,12 @@ class MainWindow(QMainWindow):
         """Settings fields to remember: window geometry (base64) and the page shown last."""
         return {"window_geometry": bytes(self.saveGeometry().toBase64().data()).decode("ascii"),
                 "last_page": self.current_page}
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+            self.stop_reply()  # an Esc that no focused widget took (see shortcuts.SHORTCUTS)
+            return
+        super().keyPressEvent(event)
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.PaletteChange:

@@ -18,12 +18,15 @@ class Shortcut:
     action: str  # key of the action in MainWindow.actions
     keys: str  # portable text, e.g. "Ctrl+N"
     text: str  # what it does, shown in menus and the help
+    grab: bool = True  # False: only shown; the focused widget handles the key itself
 
 
 SHORTCUTS = (
     Shortcut("new_chat", "Ctrl+N", "New chat"),
     Shortcut("search", "Ctrl+F", "Search conversations"),
-    Shortcut("stop", "Esc", "Stop the reply"),
+    # Esc is not grabbed window-wide: the composer uses it too (stop, or cancel an edit); the chat
+    # page and the main window act on an Esc that no focused widget took.
+    Shortcut("stop", "Esc", "Stop the reply", grab=False),
     Shortcut("page_chat", "Ctrl+1", "Go to Chat"),
     Shortcut("page_call", "Ctrl+2", "Go to Call"),
     Shortcut("page_recordings", "Ctrl+3", "Go to Recordings"),

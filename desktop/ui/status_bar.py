@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QStatusBar, QWidget
 
 from desktop.ui.admin.format import loading_fraction, percent
@@ -51,10 +52,18 @@ class StatusBar(QStatusBar):
         self.model_label = QLabel("No model loaded")
         self.workers_label = QLabel("Starting…")
         self.queue_label = QLabel(queue_summary(0))
+        self._fields: list[QWidget] = []
         for label in (self.model_label, self.workers_label, self.queue_label):
             label.setContentsMargins(8, 0, 8, 0)
-            self.addPermanentWidget(_separator())
+            self._fields += [_separator(), label]
+            self.addPermanentWidget(self._fields[-2])
             self.addPermanentWidget(label)
+
+    def say(self, text: str, timeout_ms: int = 6000) -> None:
+        """A transient message on the left, elided so that it never runs under the fields."""
+        room = self.width() - sum(w.sizeHint().width() for w in self._fields) - 48
+        self.showMessage(self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(room, 80)), timeout_ms)
+        self.setToolTip(text)
 
     def set_model(self, name: str | None, detail: str = "") -> None:
         self.model_label.setText(f"Model: {name}" if name else "No model loaded")

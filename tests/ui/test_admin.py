@@ -123,7 +123,8 @@ def test_queued_request_is_listed_and_can_be_cancelled(comp, aloop, qtbot):
 
 
 def test_formatting_helpers():
-    assert [ago(None), ago(0.2), ago(3.4), ago(125), ago(7200)] == ["—", "just now", "3 s ago", "2 min ago", "2 h ago"]
+    assert [ago(None), ago(0.2), ago(3.4), ago(125), ago(7200)] == [
+        "—", "just now", "3 s ago", "2 min ago", "2 h ago"]
     assert [size(None), size(512), size(23 * 1024), size(3_500_000), size(5 << 30)] == [
         "—", "512 B", "23 KB", "3.3 MB", "5.0 GB"]
     assert loading_fraction("Loading model… 40%") == 0.4 and loading_fraction("Loading tokenizer…") is None

@@ -46,10 +46,12 @@ def make_comp(env, qapp, aloop):
         aloop.run(comp.shutdown(), 30)
 
 
-def key(window, key: Qt.Key, modifier=Qt.KeyboardModifier.ControlModifier) -> None:
+def key(widget, key: Qt.Key, modifier=Qt.KeyboardModifier.ControlModifier) -> None:
+    window = widget.window()
     window.activateWindow()
     assert QTest.qWaitForWindowActive(window), "shortcuts only reach the active window"
-    QTest.keyClick(window, key, modifier)
+    widget.setFocus()
+    QTest.keyClick(widget, key, modifier)
 
 
 def test_navigation_by_sidebar_and_shortcuts(make_comp, aloop, qtbot, monkeypatch, screenshot):
@@ -75,8 +77,13 @@ def test_navigation_by_sidebar_and_shortcuts(make_comp, aloop, qtbot, monkeypatc
     window.show_page("admin")
     key(window, Qt.Key.Key_F)
     assert window.current_page == "chat" and calls[-1] == "focus_search"
-    key(window, Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier)
+    key(window.nav, Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier)  # Esc from the sidebar
     assert calls[-1] == "stop"
+    escapes: list[str] = []
+    comp.chat_page.composer.edit.escape.connect(lambda: escapes.append("composer"))
+    calls.clear()
+    key(comp.chat_page.composer.edit, Qt.Key.Key_Escape, Qt.KeyboardModifier.NoModifier)
+    assert escapes == ["composer"] and calls == []  # the composer's own Esc (stop or cancel an edit)
 
 
 def test_help_lists_every_shortcut_and_settings_opens(make_comp, aloop, qtbot):
@@ -89,7 +96,8 @@ def test_help_lists_every_shortcut_and_settings_opens(make_comp, aloop, qtbot):
     listed = {dialog.table.item(r, 1).text() for r in range(dialog.table.rowCount())}
     assert listed == {s.text.rstrip("…") for s in SHORTCUTS}
     for sc in SHORTCUTS:  # the menus carry the same shortcuts
-        assert window.actions[sc.action].shortcut().toString() == sc.keys
+        action = window.actions[sc.action]
+        assert action.shortcut().toString() == sc.keys if sc.grab else action.text().endswith("\tEsc")
     dialog.close()
     key(window, Qt.Key.Key_Comma)
     assert comp.settings_dialog is not None and comp.settings_dialog.isVisible()

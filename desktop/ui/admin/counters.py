@@ -37,10 +37,11 @@ class CountersRow(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.requests = CounterCard("requests done", "Requests completed since the model was loaded, of all submitted")
-        self.hit_rate = CounterCard("cache hits", "Prefills that reused cached KV (hit, extend, prefix or system prompt)")
+        self.hit_rate = CounterCard("cache hits", "Prefills that reused cached KV (hit, extend, prefix, system prompt)")
         self.saved = CounterCard("tokens saved", "Prompt tokens taken from the KV cache instead of being computed again")
         self.ttft = CounterCard("TTFT p50 / p95", "Time to first token as measured in the workers")
-        self.routing = CounterCard("routing", "Where the gateway sent requests: cached history (hit), a free slot, an evicted slot, a pinned session")
+        self.routing = CounterCard("routing", "Where the gateway sent requests: cached history (hit), a free "
+                                   "slot, an evicted slot, a pinned session")
         for card in (self.requests, self.hit_rate, self.saved, self.ttft, self.routing):
             layout.addWidget(card, 1)
 

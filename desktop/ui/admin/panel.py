@@ -81,7 +81,7 @@ class AdminPanel(QWidget):
 
     def show_snapshot(self, snap: Snapshot | None) -> None:
         if snap is None:
-            self.note.setText("No engine running (the model is restarting)")
+            self.note.setText("No model is running")
             for model in (self.workers, self.slots, self.queue):
                 model.set_rows([])
             return
@@ -102,8 +102,8 @@ class AdminPanel(QWidget):
     @staticmethod
     def _fit(view: QTableView, rows: int) -> None:
         """The workers table is as tall as its rows (1–6), leaving the room to the slots."""
-        height = view.horizontalHeader().sizeHint().height() + view.verticalHeader().defaultSectionSize() * min(max(rows, 1), 6)
-        view.setFixedHeight(height + 2 * view.frameWidth() + 2)
+        rows_h = view.verticalHeader().defaultSectionSize() * min(max(rows, 1), 6)
+        view.setFixedHeight(view.horizontalHeader().sizeHint().height() + rows_h + 2 * view.frameWidth() + 2)
 
     def selected_request(self) -> str | None:
         rows = self.queue_view.selectionModel().selectedRows()

@@ -36,7 +36,8 @@ class SlotsModel(RowsModel[SlotRow]):
 
     def tooltip(self, row: SlotRow, column: int) -> str | None:
         if column == 3:
-            return "Chained SHA-256 of the conversation this slot holds (first 8 hex digits): a new turn of that conversation is routed here"
+            return ("Chained SHA-256 of the conversation this slot holds (first 8 hex digits): "
+                    "a new turn of that conversation is routed here")
         if column == 4:
             return "Messages whose prefix hash the slot holds"
         return None
