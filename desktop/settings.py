@@ -57,6 +57,7 @@ class Settings(BaseModel):
     system_preset: str = "assistant"
     theme: Literal["system", "light", "dark"] = "system"
     window_geometry: str | None = None  # base64 of QWidget.saveGeometry()
+    last_page: Literal["chat", "call", "recordings", "admin"] = "chat"
     last_conversation_id: str | None = None
 
     @field_validator("device")
