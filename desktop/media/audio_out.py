@@ -121,6 +121,13 @@ class BufferedSink:
             return 0.0
         return min(max(self._jitter.read_pos - seg[0], 0), seg[1] - seg[0]) / self.device_rate
 
+    def queued_s(self, request_id: str) -> float:
+        """Seconds of this request written but not played yet (0 once played out or flushed)."""
+        seg = self._segments.get(request_id)
+        if seg is None:
+            return 0.0
+        return max(seg[1] - max(self._jitter.read_pos, seg[0]), 0) / self.device_rate
+
     def stats(self) -> dict[str, Any]:
         return {
             "underruns": self._jitter.underruns,

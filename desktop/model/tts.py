@@ -3,6 +3,7 @@ tests and weak machines, behind one streaming `TTSEngine` interface."""
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import importlib.util
 import json
@@ -177,10 +178,17 @@ def make_tts(name: str = DEFAULT_ENGINE, voice: str | None = None) -> TTSEngine:
 
 def list_voices() -> dict[str, list[str]]:
     """Voices per engine, for the settings page; an engine that is not installed lists none."""
+    return {"piper": sorted(packaged_piper_voices()), "espeak": list(_espeak_voices())}
+
+
+@functools.lru_cache(maxsize=1)
+def _espeak_voices() -> tuple[str, ...]:
+    """The languages espeak-ng lists *and* accepts by name (it lists a few, such as en-gb, that
+    `EspeakTTS` cannot select); checked once per process."""
     try:
         from desktop.model.espeak import EspeakLibrary
 
-        espeak = EspeakLibrary.get().voices()
+        lib = EspeakLibrary.get()
+        return tuple(v for v in lib.voices() if lib.has_voice(v))
     except (ImportError, OSError):
-        espeak = []
-    return {"piper": sorted(packaged_piper_voices()), "espeak": espeak}
+        return ()

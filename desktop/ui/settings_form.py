@@ -78,13 +78,16 @@ class Page(QWidget):
         self.fields: dict[str, QWidget] = {}
         self.labels: dict[str, str] = {}
 
-    def add(self, text: str, key: str, widget: QWidget, note: str = "") -> None:
-        """A row: label (with & for the mnemonic, buddy of the widget), the widget, and a grey note
-        under it. No text: the widget (a check box) spans the row and the note is indented."""
+    def add(self, text: str, key: str, widget: QWidget, note: str = "", *,
+            buddy: QWidget | None = None) -> QLabel | None:
+        """A row: label (with & for the mnemonic, buddy of the widget or of `buddy`), the widget, and
+        a grey note under it, which is returned. No text: the widget (a check box) spans the row and
+        the note is indented."""
         field = QVBoxLayout()  # a layout, so that short fields keep their width while notes wrap wide
         field.setSpacing(2)
         grows = bool(widget.sizePolicy().horizontalPolicy().value & QSizePolicy.PolicyFlag.ExpandFlag.value)
         field.addWidget(widget, 0, Qt.AlignmentFlag(0) if grows else Qt.AlignmentFlag.AlignLeft)
+        line = None
         if note:
             line = hint(note)
             if not text:
@@ -94,13 +97,14 @@ class Page(QWidget):
             field.addWidget(line)
         if text:
             label = QLabel(text)
-            label.setBuddy(widget)
+            label.setBuddy(buddy or widget)
             self.form.addRow(label, field)
         else:
             self.form.addRow(field)
         self.fields[key] = widget
         self.labels[key] = text.replace("&", "").rstrip(":") or widget.property("text").replace("&", "")
         self._watch(widget)
+        return line
 
     def _watch(self, widget: QWidget) -> None:
         if isinstance(widget, (QSpinBox, QDoubleSpinBox)):

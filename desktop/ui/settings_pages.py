@@ -1,5 +1,5 @@
 """The pages of the settings dialog: one form per section, each showing its fields of a Settings
-and giving back a dict of raw values that the dialog validates as a whole."""
+and giving back a dict of raw values that the dialog validates as a whole (Audio: settings_audio)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.settings import Settings
+from desktop.ui.settings_audio import AudioPage
 from desktop.ui.settings_form import Page, field_width, float_spin, hint, int_spin
+
+__all__ = ["ApiPage", "AudioPage", "CachePage", "ModelPage", "RecordingPage", "SamplingPage"]
 
 BUILTIN_SOURCES = ("default", "tiny")  # model sources that are names, not paths
 CACHE_MODES = {
@@ -203,44 +206,6 @@ class SamplingPage(Page):
         return {"temperature": self.temperature.value(), "top_p": self.top_p.value(),
                 "top_k": self.top_k.value(), "repetition_penalty": self.penalty.value(),
                 "max_tokens": self.max_tokens.value(), "seed": int(seed) if seed else None}
-
-
-class AudioPage(Page):
-    """Speaker and microphone, from the devices the app found (none: audio is off)."""
-
-    def __init__(self, s: Settings, devices: list[str]) -> None:
-        super().__init__("Audio")
-        self.none = QLabel("No sound devices found — audio is off.")
-        font = self.none.font()
-        font.setBold(True)
-        self.none.setFont(font)
-        self.none.setContentsMargins(0, 0, 0, 6)
-        self.form.addRow(self.none)
-        self.none.setVisible(not devices)
-        self.output = self._combo(devices, s.audio_output_device)
-        self.add("&Speaker (output):", "audio_output_device", self.output)
-        self.input = self._combo(devices, s.audio_input_device)
-        self.add("&Microphone (input):", "audio_input_device", self.input,
-                 "Used for voice and video calls. “System default” follows the computer's own choice.")
-        self.output.setEnabled(bool(devices))
-        self.input.setEnabled(bool(devices))
-
-    @staticmethod
-    def _combo(devices: list[str], current: str | None) -> QComboBox:
-        """"System default" first; a saved device that is not plugged in stays listed, not lost."""
-        combo = QComboBox()
-        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        combo.setMinimumContentsLength(28)
-        combo.addItem("System default", None)
-        for name in devices:
-            combo.addItem(name, name)
-        if current is not None and current not in devices:
-            combo.addItem(f"{current} (not connected)", current)
-        combo.setCurrentIndex(0 if current is None else combo.findData(current))
-        return combo
-
-    def values(self) -> dict[str, object]:
-        return {"audio_output_device": self.output.currentData(), "audio_input_device": self.input.currentData()}
 
 
 class RecordingPage(Page):

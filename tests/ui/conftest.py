@@ -4,6 +4,7 @@ that reached the loop's exception handler or sys.excepthook (asyncSlot sends the
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from pathlib import Path
 
@@ -11,6 +12,16 @@ import pytest
 import qasync
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.fixture(autouse=True)
+def collect_qt_garbage_here():
+    """After each test, collect cyclic garbage on the Qt thread. Left to chance, a later test's
+    worker thread (Piper, the voice relay, a model worker) runs the collection, destroys a leftover
+    QObject with a running timer off its thread ("Timers cannot be stopped from another thread"),
+    and the next timer event segfaults."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture

@@ -77,7 +77,7 @@ class Composer(QWidget):
         self.attachments.hide()
         outer.addWidget(self.attachments)
 
-        row = QHBoxLayout()
+        row = self._row = QHBoxLayout()
         row.setSpacing(6)
         self.attach_button = QToolButton()
         self.attach_button.setText("Attach")
@@ -105,6 +105,10 @@ class Composer(QWidget):
         self._streaming = streaming
         self.send_button.setText("Stop" if streaming else "Send")
         self.send_button.setToolTip("Stop the reply (Esc); what was written so far is kept" if streaming else "Send (Enter)")
+
+    def add_tool(self, widget: QWidget) -> None:
+        """Put a button (e.g. the voice toggle) in the row, just before Send."""
+        self._row.insertWidget(self._row.indexOf(self.send_button), widget, 0, Qt.AlignmentFlag.AlignBottom)
 
     def set_supports_images(self, supports: bool) -> None:
         self.attach_button.setEnabled(supports)

@@ -24,6 +24,7 @@ class MessageView(QScrollArea):
 
     edit_requested = Signal(int)
     regenerate_requested = Signal(int)
+    replay_requested = Signal(int)
     retry_requested = Signal()
     copied = Signal()
 
@@ -77,6 +78,7 @@ class MessageView(QScrollArea):
         widget = MessageWidget(role, text, len(self._widgets), stats)
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
+        widget.replay_requested.connect(self.replay_requested)
         widget.copied.connect(self.copied)
         self._list.insertWidget(self._list.count() - 1 - (self._notice is not None), widget)
         self._widgets.append(widget)
@@ -94,6 +96,10 @@ class MessageView(QScrollArea):
 
     def widgets(self) -> list[MessageWidget]:
         return list(self._widgets)
+
+    def widget_for(self, request_id: str) -> MessageWidget | None:
+        """The reply written by this request, if it is shown."""
+        return next((w for w in reversed(self._widgets) if w.request_id == request_id), None)
 
     def plain_text(self) -> str:
         return "\n\n".join(w.text() for w in self._widgets)

@@ -1,9 +1,10 @@
 """One message in the chat view: who wrote it, its text (the assistant's as Markdown), the
 badge of a reply, and its actions — Copy on every message, Edit on the user's, Regenerate on
-the last reply."""
+the last reply, Replay on a spoken reply (with a note when it could not be spoken)."""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -17,17 +18,27 @@ from desktop.ui.chat.style import accent, base, blend, muted, small_font
 ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
 
 
+class VoiceState(Enum):
+    NONE = "none"  # not spoken (or its audio is no longer kept): no button
+    SPEAKING = "speaking"  # being spoken as it streams: the button stops it
+    READY = "ready"  # its audio is kept: Replay plays it again
+    PLAYING = "playing"  # being replayed: the button stops it
+
+
 class MessageWidget(QFrame):
     """Actions emit the message's index in its conversation."""
 
     edit_requested = Signal(int)
     regenerate_requested = Signal(int)
+    replay_requested = Signal(int)
     copied = Signal()
 
     def __init__(self, role: str, text: str, index: int, stats: dict[str, Any] | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.role, self.index = role, index
+        self.request_id: str | None = (stats or {}).get("request_id")  # ties it to its spoken audio
+        self.voice_state = VoiceState.NONE
         self.setObjectName("message")
         if role == "user":
             self.setStyleSheet(f"QFrame#message {{ background: {accent(self).name()}; border-radius: 10px; }}")
@@ -48,10 +59,12 @@ class MessageWidget(QFrame):
                                         "conversation (this one stays as it is)", lambda: self.edit_requested.emit(self.index))
         self.regenerate_button = self._action("Regenerate", "Write this reply again",
                                               lambda: self.regenerate_requested.emit(self.index))
-        for button in (self.copy_button, self.edit_button, self.regenerate_button):
+        self.replay_button = self._action("Replay", "", lambda: self.replay_requested.emit(self.index))
+        for button in (self.replay_button, self.copy_button, self.edit_button, self.regenerate_button):
             header.addWidget(button)
         self.edit_button.setVisible(role == "user")
         self.regenerate_button.hide()
+        self.replay_button.hide()
         layout.addLayout(header)
 
         self.body = MarkdownView(markdown=role == "assistant")
@@ -64,6 +77,13 @@ class MessageWidget(QFrame):
         self._waiting.setStyleSheet(f"color: {muted(self).name()}; font-style: italic;")
         self._waiting.hide()
         layout.addWidget(self._waiting)
+        self.voice_note = QLabel()
+        self.voice_note.setFont(small_font(self))
+        self.voice_note.setStyleSheet(f"color: {muted(self).name()};")
+        self.voice_note.setWordWrap(True)
+        self.voice_note.setTextFormat(Qt.TextFormat.PlainText)
+        self.voice_note.hide()
+        layout.addWidget(self.voice_note)
 
     def _action(self, text: str, tip: str, slot) -> QToolButton:
         button = QToolButton(self)
@@ -86,6 +106,21 @@ class MessageWidget(QFrame):
 
     def set_stats(self, stats: dict[str, Any] | None) -> None:
         self.badge.set_stats(stats)
+        self.request_id = (stats or {}).get("request_id", self.request_id)
+
+    def set_voice_state(self, state: VoiceState) -> None:
+        """Show Replay as the reply's voice allows (see VoiceState)."""
+        self.voice_state = state
+        button = self.replay_button
+        button.setVisible(state is not VoiceState.NONE)
+        button.setText("Replay" if state is VoiceState.READY else "Stop")
+        button.setToolTip("Play this reply's voice again" if state is VoiceState.READY else
+                          "Stop speaking this reply (Esc)")
+
+    def set_voice_note(self, text: str) -> None:
+        """A quiet line under the reply, e.g. why it could not be spoken ("" hides it)."""
+        self.voice_note.setText(text)
+        self.voice_note.setVisible(bool(text))
 
     def set_streaming(self, streaming: bool) -> None:
         """While a reply streams it has no actions; before its first words it says so."""

@@ -1,5 +1,5 @@
-"""The turn-based chat page: saved conversations on the left; on the right the system prompt,
-the messages (streamed as they arrive) and the composer. Gateway calls run as asyncio tasks."""
+"""The turn-based chat page: conversations on the left; on the right the system prompt, the messages
+(streamed, and spoken when the voice is on) and the composer. Gateway calls run as asyncio tasks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.engine.export import stats_line
 from desktop.engine.presets import PresetStore
+from desktop.engine.voice import Voice
 from desktop.settings import Settings
 from desktop.ui.chat.composer import Composer
 from desktop.ui.chat.conversation_list import ConversationList
@@ -21,19 +22,22 @@ from desktop.ui.chat.notice import QueueBanner, friendly
 from desktop.ui.chat.page_actions import PageActions
 from desktop.ui.chat.preset_bar import PresetBar
 from desktop.ui.chat.turn import Tasks, Turn
+from desktop.ui.chat.voice_control import ChatVoice
 
 
 class ChatPage(PageActions, QWidget):
     """`current_conversation_id` is None while a new conversation has no message yet (it is saved,
-    and listed, with its first message); `conversation_changed` then carries ""."""
+    and listed, with its first message); `conversation_changed` then carries "". `voice_toggled`:
+    the user turned the voice on or off (save it as settings.voice_enabled)."""
 
     status = Signal(str)
     conversation_changed = Signal(str)
     busy_changed = Signal(bool)
+    voice_toggled = Signal(bool)
 
     def __init__(self, gateway: Any, store: ConversationStore, settings: Callable[[], Settings], *,
                  supports_images: bool = False, presets: PresetStore | None = None,
-                 parent: QWidget | None = None) -> None:
+                 voice: Voice | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.gateway, self.store, self.settings = gateway, store, settings
         self.presets = presets if presets is not None else PresetStore(store.root.parent)
@@ -48,6 +52,8 @@ class ChatPage(PageActions, QWidget):
         self.view = MessageView()
         self.queue_banner = QueueBanner()
         self.composer = Composer(supports_images)
+        self.speech = ChatVoice(self.view, settings().voice_enabled, self)
+        self.composer.add_tool(self.speech.button)
         right = QWidget()
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
@@ -70,6 +76,7 @@ class ChatPage(PageActions, QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(splitter)
         self._connect()
+        self.speech.set_voice(voice)
         self.refresh_list()
         last = settings().last_conversation_id
         if not (last and self.open_conversation(last)):
@@ -93,6 +100,9 @@ class ChatPage(PageActions, QWidget):
         self.queue_banner.cancel_requested.connect(self.stop)
         self.preset_bar.changed.connect(self._preset_changed)
         self.preset_bar.status.connect(self.status)
+        self.speech.status.connect(self.status)
+        self.speech.toggled.connect(self.voice_toggled)
+        composer.edit.escape.connect(self.speech.silence)
 
     # ------------------------------------------------------------------ for the main window
 
@@ -126,19 +136,10 @@ class ChatPage(PageActions, QWidget):
         return True
 
     def stop(self) -> None:
-        """Stop the reply being written (or leave the queue); what was written is kept."""
+        """Stop the reply being written (or leave the queue) and its voice; the text is kept."""
+        self.speech.silence()
         if self.turn is not None:
             self.tasks.spawn(self.turn.stop())
-
-    def focus_composer(self) -> None:
-        self.composer.edit.setFocus()
-
-    def focus_search(self) -> None:
-        self.conversations.search.setFocus()
-        self.conversations.search.selectAll()
-
-    def set_supports_images(self, supports: bool) -> None:
-        self.composer.set_supports_images(supports)
 
     def set_gateway(self, gateway: Any) -> None:
         """Use another gateway (after the model was reloaded); a running reply is stopped."""
@@ -152,7 +153,7 @@ class ChatPage(PageActions, QWidget):
         await self.tasks.wait()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() == Qt.Key.Key_Escape and self.turn is not None:
+        if event.key() == Qt.Key.Key_Escape and (self.turn is not None or self.speech.voice_playing):
             self.stop()
             return
         super().keyPressEvent(event)
@@ -204,6 +205,7 @@ class ChatPage(PageActions, QWidget):
             self._start()
 
     def _start(self, previous: StoredMessage | None = None) -> None:
+        self.speech.silence()
         self.turn = Turn(self.gateway, self.conv, self.settings().sampling(), self, previous)
         self._reply = None
         self._set_busy(True)
@@ -234,10 +236,14 @@ class ChatPage(PageActions, QWidget):
 
     def turn_text(self, turn: Turn, text: str) -> None:
         if turn is self.turn:
-            self._reply_widget().set_text(text)
+            reply = self._reply_widget()
+            reply.set_text(text)
+            self.speech.reply_text(turn.request_id, reply, text)
 
     def turn_done(self, turn: Turn, text: str, stats: dict[str, Any]) -> None:
         conv = turn.conv
+        if turn.request_id:
+            stats = {**stats, "request_id": turn.request_id}  # ties the reply to its spoken audio
         if text:
             conv.messages.append(StoredMessage("assistant", text, stats))
         elif turn.previous is not None:
@@ -251,8 +257,10 @@ class ChatPage(PageActions, QWidget):
             reply.set_text(text)
             reply.set_stats(stats)
             reply.set_streaming(False)
+            self.speech.reply_done(turn.request_id, reply, text)
             self.status.emit("Reply: " + stats_line(stats))
         else:
+            self.speech.reply_dropped(turn.request_id)
             self._drop_reply(turn)
             waited = stats.get("generated_tokens", 0) == 0 and stats.get("input_tokens", 0) == 0
             what = "You left the queue" if waited else "Stopped"
@@ -265,6 +273,7 @@ class ChatPage(PageActions, QWidget):
             turn.conv.messages.append(turn.previous)
         if turn is not self.turn:
             return
+        self.speech.reply_dropped(turn.request_id)
         self._drop_reply(turn)
         head, detail = friendly(code, message, retryable)
         self.view.show_notice(head, detail, error=True, retry=retryable)
@@ -285,6 +294,7 @@ class ChatPage(PageActions, QWidget):
         else:
             self.view.truncate(count)
         self._reply = None
+        self.speech.refresh()
 
     def _end_turn(self) -> None:
         self.turn, self._reply = None, None

@@ -1,5 +1,5 @@
-"""The chat page's conversation housekeeping (list, rename, delete, export, system prompt of a
-new conversation), kept apart from the turn logic in page.py. A mixin of ChatPage."""
+"""The chat page's housekeeping (list, rename, delete, export, system prompt of a new conversation,
+focus, the voice and image settings), kept apart from the turn logic in page.py. A mixin of ChatPage."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from desktop.engine import export as exporter
 from desktop.engine.conversations import Conversation
+from desktop.engine.voice import Voice
 from desktop.ui.chat import dialogs
 
 if TYPE_CHECKING:
@@ -18,6 +19,29 @@ else:
 
 
 class PageActions(_Base):
+    def focus_composer(self) -> None:
+        self.composer.edit.setFocus()
+
+    def focus_search(self) -> None:
+        self.conversations.search.setFocus()
+        self.conversations.search.selectAll()
+
+    def set_supports_images(self, supports: bool) -> None:
+        self.composer.set_supports_images(supports)
+
+    def set_voice(self, voice: Voice | None) -> None:
+        """Speak replies with this voice (None: no voice toggle)."""
+        self.speech.set_voice(voice)
+
+    def set_voice_enabled(self, on: bool) -> None:
+        """Follow settings.voice_enabled changed elsewhere (the settings dialog)."""
+        self.speech.set_enabled(on)
+
+    def toggle_voice(self) -> None:
+        """What Ctrl+Shift+V does (the Voice button's own shortcut; for a menu action)."""
+        if self.speech.button.isEnabled():
+            self.speech.button.toggle()
+
     def refresh_list(self) -> None:
         """Re-read the list (filtered by the search box) with the current conversation selected."""
         query = self.conversations.search.text()
@@ -70,7 +94,8 @@ class PageActions(_Base):
 
     def _leave(self) -> None:
         """Before showing another conversation: stop and detach the running turn (it still saves
-        what was written), and drop an unfinished edit."""
+        what was written), silence the voice and drop an unfinished edit."""
+        self.speech.silence()
         if self.turn is not None:
             turn = self.turn
             self._end_turn()
@@ -86,6 +111,7 @@ class PageActions(_Base):
     def _show(self) -> None:
         """Show `self.conv` from the start."""
         self.view.set_messages(self.conv.messages)
+        self.speech.refresh()  # Replay on the replies whose audio is still kept
         self._preset_editable(not self.conv.messages)
         self.queue_banner.hide()
 

@@ -1,0 +1,236 @@
+"""The chat page's voice: the Voice toggle (Ctrl+Shift+V), each reply spoken as it streams, Replay
+on spoken replies, and the Voice's events brought onto the Qt thread as button states and notes."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QIcon, QKeySequence, QPainter, QPainterPath, QPalette, QPen, QPixmap
+from PySide6.QtWidgets import QToolButton, QWidget
+
+from desktop.engine.voice import Voice
+from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
+from desktop.ui.chat.message_view import MessageView
+from desktop.ui.chat.message_widget import MessageWidget, VoiceState
+
+SHORTCUT = "Ctrl+Shift+V"
+TIP_OFF = f"Speak replies aloud as they are written ({SHORTCUT})"
+TIP_ON = f"Replies are spoken aloud — click to stop speaking them ({SHORTCUT})"
+
+
+def off_reason(reason: str | None) -> str:
+    """The tooltip of a voice that cannot work: "Audio is off: No sound output device found"."""
+    return "Audio is off: " + (reason or "no sound output").replace(" — audio is off", "")
+
+
+def _speaker(color: QColor, on: bool) -> QPixmap:
+    """A loudspeaker drawn in `color`: with two sound waves (on) or crossed out (off)."""
+    pix = QPixmap(64, 64)
+    pix.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pix)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    body = QPainterPath()
+    body.addPolygon([QPointF(4, 24), QPointF(16, 24), QPointF(30, 10), QPointF(30, 54), QPointF(16, 40),
+                     QPointF(4, 40), QPointF(4, 24)])
+    p.fillPath(body, color)
+    p.setPen(QPen(color, 5.0, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+    if on:
+        for r in (10.0, 21.0):
+            p.drawArc(QRectF(32 - r, 32 - r, 2 * r, 2 * r), -50 * 16, 100 * 16)
+    else:
+        p.drawLine(QPointF(40, 22), QPointF(58, 42))
+        p.drawLine(QPointF(58, 22), QPointF(40, 42))
+    p.end()
+    return pix
+
+
+def speaker_icon(color: QColor) -> QIcon:
+    """For a checkable button: sound waves when checked, crossed out when not (no emoji font needed)."""
+    icon = QIcon()
+    icon.addPixmap(_speaker(color, True), QIcon.Mode.Normal, QIcon.State.On)
+    icon.addPixmap(_speaker(color, False), QIcon.Mode.Normal, QIcon.State.Off)
+    return icon
+
+
+class ChatVoice(QObject):
+    """`toggled(bool)`: the user turned the voice on or off (the window saves it as
+    settings.voice_enabled). The page reports its turns with `reply_text`, `reply_done` and
+    `reply_dropped`, and calls `silence()` whenever playback must stop at once."""
+
+    toggled = Signal(bool)
+    status = Signal(str)
+    _event = Signal(object)  # VoiceEvent, from the voice's threads to this (Qt) thread
+
+    def __init__(self, view: MessageView, enabled: bool, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.view, self.voice, self.enabled = view, None, enabled
+        self._rid: str | None = None  # the reply being spoken as it streams
+        self._sent = ""  # its text given to the voice so far
+        self._finished: set[str] = set()  # replies ended or silenced: never restarted
+        self._told_off = False
+        self.button = QToolButton(parent)
+        self.button.setText("Voice")
+        self.button.setIcon(speaker_icon(parent.palette().color(QPalette.ColorRole.ButtonText)))
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.button.setCheckable(True)
+        self.button.setShortcut(QKeySequence(SHORTCUT))
+        self.button.setAccessibleName("Speak replies")
+        self.button.toggled.connect(self._user_toggled)
+        self._event.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
+        view.replay_requested.connect(self._replay)
+        self._sync()
+
+    # ------------------------------------------------------------------ setup
+
+    @property
+    def speaks(self) -> bool:
+        return self.enabled and self.voice is not None and self.voice.available
+
+    @property
+    def voice_playing(self) -> bool:
+        return self.voice is not None and self.voice.speaking
+
+    def set_voice(self, voice: Voice | None) -> None:
+        """Use this voice (None: no voice, the toggle is hidden); an unavailable one disables the
+        toggle with its reason and says so once in the status bar."""
+        if voice is self.voice:
+            return
+        if self.voice is not None:
+            self.voice.stop()
+            self.voice.remove_listener(self._listen)
+        self.voice, self._rid = voice, None
+        if voice is not None:
+            voice.add_listener(self._listen)
+            if not voice.available and not self._told_off:
+                self._told_off = True
+                QTimer.singleShot(0, lambda: self.status.emit(off_reason(voice.reason)))
+            elif self.speaks:
+                voice.prepare()
+        self._sync()
+        self.refresh()
+
+    def set_enabled(self, on: bool) -> None:
+        """Follow the settings (no `toggled` signal)."""
+        if on != self.enabled:
+            self.enabled = on
+            self._apply(on)
+        self._sync()
+
+    def _user_toggled(self, on: bool) -> None:
+        if on == self.enabled:
+            return
+        self.enabled = on
+        self._apply(on)
+        self._sync()
+        self.toggled.emit(on)
+        self.status.emit("Voice on: replies are spoken aloud" if on else "Voice off")
+
+    def _apply(self, on: bool) -> None:
+        if on and self.speaks:
+            self.voice.prepare()
+        elif not on:
+            self.silence()
+
+    def _sync(self) -> None:
+        button, voice = self.button, self.voice
+        button.setVisible(voice is not None)
+        button.setEnabled(voice is not None and voice.available)
+        button.blockSignals(True)
+        button.setChecked(self.speaks)
+        button.blockSignals(False)
+        if voice is not None and not voice.available:
+            button.setToolTip(off_reason(voice.reason))
+        else:
+            button.setToolTip(TIP_ON if self.speaks else TIP_OFF)
+
+    # ------------------------------------------------------------------ the page's turns
+
+    def reply_text(self, rid: str | None, widget: MessageWidget, text: str) -> None:
+        """The reply so far: the first call starts speaking it, later ones add what is new."""
+        if not self.speaks or rid is None or rid in self._finished:
+            return
+        if rid != self._rid:
+            self._rid, self._sent = rid, ""
+            widget.request_id = rid
+            widget.set_voice_state(VoiceState.SPEAKING)
+            self.voice.speak_begin(rid)
+        if len(text) > len(self._sent) and text.startswith(self._sent):
+            self.voice.speak_delta(rid, text[len(self._sent):])
+            self._sent = text
+
+    def reply_done(self, rid: str | None, widget: MessageWidget, text: str) -> None:
+        if rid is not None and rid == self._rid:
+            self.reply_text(rid, widget, text)
+            self.voice.speak_end(rid)
+            self._finished.add(rid)
+            self._rid = None
+
+    def reply_dropped(self, rid: str | None) -> None:
+        """The reply is gone from the view (failed, or nothing was written): stop its voice."""
+        if rid is not None and rid == self._rid:
+            self._finished.add(rid)
+            self._rid = None
+            self.voice.stop(rid)
+
+    def silence(self) -> None:
+        """Stop all playback now (Stop, Esc, a new message, another conversation, Regenerate)."""
+        if self._rid is not None:
+            self._finished.add(self._rid)
+            self._rid = None
+        if self.voice is not None:
+            self.voice.stop()
+
+    def refresh(self) -> None:
+        """Give the shown replies whose audio is kept their Replay button (after a rebuild)."""
+        for widget in self.view.widgets():
+            if widget.role == "assistant" and widget.request_id and widget.voice_state is VoiceState.NONE:
+                widget.set_voice_state(self._state_of(widget.request_id))
+
+    # ------------------------------------------------------------------ voice events, Replay
+
+    def _listen(self, event: VoiceEvent) -> None:
+        """The voice's listener (its threads): hop to the Qt thread."""
+        try:
+            self._event.emit(event)
+        except RuntimeError:  # the page was deleted without set_voice(None)
+            if self.voice is not None:
+                self.voice.remove_listener(self._listen)
+
+    def _state_of(self, rid: str) -> VoiceState:
+        has_audio = self.voice is not None and self.voice.audio_of(rid) is not None
+        return VoiceState.READY if has_audio else VoiceState.NONE
+
+    def _on_event(self, event: VoiceEvent) -> None:
+        kind, rid = event.kind, event.request_id
+        if kind is VoiceEventKind.LOADING:
+            self.status.emit(event.message)
+        elif kind is VoiceEventKind.FAILED and rid is None:
+            self.status.emit(f"The voice could not be loaded: {event.message}")
+        widget = self.view.widget_for(rid) if rid else None
+        if widget is None:
+            return
+        if kind is VoiceEventKind.STARTED:
+            widget.set_voice_state(VoiceState.PLAYING if event.replay else VoiceState.SPEAKING)
+        elif kind is VoiceEventKind.FINISHED:
+            widget.set_voice_state(self._state_of(rid))
+        elif kind is VoiceEventKind.FAILED:
+            widget.set_voice_note(f"Couldn't speak this reply: {event.message}")
+            widget.set_voice_state(self._state_of(rid))
+
+    def _replay(self, index: int) -> None:
+        widgets = self.view.widgets()
+        if self.voice is None or not 0 <= index < len(widgets) or not widgets[index].request_id:
+            return
+        widget, rid = widgets[index], widgets[index].request_id
+        if widget.voice_state in (VoiceState.SPEAKING, VoiceState.PLAYING):  # the button reads Stop
+            if rid == self._rid:
+                self._finished.add(rid)
+                self._rid = None
+            self.voice.stop(rid)
+            widget.set_voice_state(self._state_of(rid))
+            return
+        self.silence()
+        if self.voice.replay(rid):
+            widget.set_voice_note("")
+        else:
+            widget.set_voice_state(VoiceState.NONE)
+            self.status.emit("This reply's voice is no longer kept")
