@@ -4,6 +4,7 @@ and a shutdown sentinel that the window, Ctrl+C or Qt's aboutToQuit resolve (onc
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -35,6 +36,20 @@ def configure_app(app: QApplication) -> None:
     app.setWindowIcon(app_icon())
     app.setStyle("Fusion")
     app.setQuitOnLastWindowClosed(False)
+    collect_garbage_on_qt_thread(app)
+
+
+def collect_garbage_on_qt_thread(app: QApplication) -> None:
+    """Cyclic garbage is collected by a timer on the Qt thread, never by whichever thread happens
+    to allocate: a collection on a worker, TTS or relay thread can destroy a QObject with a live
+    timer off its thread, and Qt then crashes on the next timer event."""
+    gc.disable()
+    timer = QTimer(app)
+    timer.setInterval(1000)
+    ticks = iter(range(1 << 62))
+    timer.timeout.connect(lambda: gc.collect(2 if next(ticks) % 30 == 29 else 1))  # full pass every 30 s
+    timer.start()
+    app.aboutToQuit.connect(gc.enable)
 
 
 class AppEventLoop(qasync.QEventLoop):

@@ -65,6 +65,7 @@ class Composition(QObject):
         self.chat_page: QWidget | None = None
         self.store: Any = None
         self.settings_dialog: QDialog | None = None
+        self.voice: Any = None  # desktop.engine.voice.Voice, built with the chat page
         self._boot_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
@@ -183,6 +184,7 @@ class Composition(QObject):
             self.save()
             if new.theme != old.theme:
                 apply_theme(self.app, new.theme)
+            self._apply_voice(old, new)
             if self._closed or not old.needs_reload(new):
                 return False
             assert self.window is not None
@@ -225,14 +227,37 @@ class Composition(QObject):
             from desktop.engine.conversations import ConversationStore
             from desktop.ui.chat.page import ChatPage
 
+            from desktop.engine.voice import Voice
+
             self.store = self.store or ConversationStore.default()
-            page = ChatPage(self.proxy, self.store, lambda: self.settings, supports_images=self.supports_images)
+            self.voice = Voice.create(self.settings)  # never raises: no sound device → audio off, said in the UI
+            page = ChatPage(self.proxy, self.store, lambda: self.settings, supports_images=self.supports_images,
+                            voice=self.voice)
         except Exception as exc:  # a broken chat page must not take the window down with it
             log.exception("The chat page could not be built")
             return ComingSoonPage("chat", "Chat is unavailable", f"The chat page could not be loaded: {exc}. "
                                   "The details are in the log file (Help → Open log folder).")
         page.conversation_changed.connect(self._conversation_changed)
+        page.voice_toggled.connect(self._voice_toggled)
         return page
+
+    def _voice_toggled(self, on: bool) -> None:
+        self.settings.voice_enabled = on
+        self.save()
+
+    def _apply_voice(self, old: Settings, new: Settings) -> None:
+        page = self.chat_page
+        if self.voice is None or not hasattr(page, "set_voice"):
+            return
+        if new.audio_output_device != old.audio_output_device:
+            from desktop.engine.voice import Voice
+
+            self.voice.close()
+            self.voice = Voice.create(new)
+            page.set_voice(self.voice)
+        else:
+            self.voice.update(new)  # volume now; engine and voice from the next reply
+        page.set_voice_enabled(new.voice_enabled)
 
     def _conversation_changed(self, conv_id: str) -> None:
         self.settings.last_conversation_id = conv_id or None
@@ -259,6 +284,10 @@ class Composition(QObject):
             if window.isVisible():
                 window.close()
         await self._stop_engine()
+        if self.voice is not None:
+            if hasattr(self.chat_page, "set_voice"):
+                self.chat_page.set_voice(None)
+            self.voice.close()
         for task in [t for t in self._tasks if t is not asyncio.current_task()]:
             task.cancel()
         await asyncio.gather(*self._tasks - {asyncio.current_task()}, return_exceptions=True)
