@@ -87,7 +87,10 @@ class Pool:
     def queue_stats(self) -> dict:
         """Queue length, p50/p95 wait, the ETAs given and the service-time average behind them."""
         etas = [e.eta_s for e in self._queue.values()]
-        return {"length": len(etas), "max": self.queue_max,
+        now = self._clock()
+        entries = [{"request_id": e.request_id, "position": e.position, "waited_s": max(now - e.arrived, 0.0),
+                    "eta_s": e.eta_s, "pin": e.pin, "kind": type(e.cmd).__name__} for e in self._queue.values()]
+        return {"length": len(etas), "max": self.queue_max, "entries": entries,
                 "wait_ms_p50": self.waits.percentile(50), "wait_ms_p95": self.waits.percentile(95),
                 "eta_avg_s": sum(etas) / len(etas) if etas else 0.0, "service_avg_s": self.service.mean_s}
 

@@ -138,21 +138,12 @@ class EngineMonitor:
 
 
 def queue_rows(gateway: Any, stats: dict, now: float) -> list[QueueRow]:
-    """The waiting requests in order. Uses stats()["queue"]["entries"] when the gateway reports
-    them; until then reads the pool's queue directly (read-only)."""
-    entries = stats["queue"].get("entries")
-    if entries is not None:
-        return [QueueRow(e["request_id"], e["position"], e.get("waited_s", 0.0), e.get("eta_s", 0.0),
-                         e.get("pin") or "", e.get("kind", "")) for e in entries]
-    pool = getattr(gateway, "_pool", None)
-    if pool is None or not hasattr(pool, "queued"):
-        return []
-    return [QueueRow(e.request_id, e.position, max(now - e.arrived, 0.0), e.eta_s, e.pin or "",
-                     _kind(e.cmd)) for e in pool.queued()]
+    """The waiting requests in queue order, from stats()["queue"]["entries"]."""
+    return [QueueRow(e["request_id"], e["position"], e.get("waited_s", 0.0), e.get("eta_s", 0.0),
+                     e.get("pin") or "", _kind(e.get("kind", ""))) for e in stats["queue"].get("entries", [])]
 
 
-def _kind(cmd: Command) -> str:
-    name = type(cmd).__name__
+def _kind(name: str) -> str:
     return {"Chat": "chat", "CreateSession": "new session", "AppendInput": "append",
             "Generate": "generate", "EndSession": "end session"}.get(name, name.lower())
 
