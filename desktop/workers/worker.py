@@ -23,7 +23,6 @@ from desktop.engine.protocol import (
     EndSession,
     ErrorEvent,
     Event,
-    Generate,
     PrefillDone,
     Shutdown,
     Stop,

@@ -27,7 +27,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 def request_for(op, conv: list[Message]) -> list[Message]:
     """The message list the op sends; `conv` is trimmed so that the reply can be appended."""
-    kind, idx = op[0], op[1]
+    kind = op[0]
     if kind == "regen" and conv and conv[-1].role == "assistant":
         conv.pop()
         return list(conv)

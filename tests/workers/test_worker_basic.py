@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from worker_helpers import chat, make_client
 
-from desktop.engine.protocol import AppendInput, ChunkEvent, CreateSession, Done, EndSession, Generate, PrefillDone, Stop
+from desktop.engine.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, Generate, PrefillDone, Stop
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 
@@ -25,11 +25,11 @@ def test_second_turn_extends_the_first_and_matches_oracle(tiny_lm, oracle):
 
 def test_chunks_stream_before_done_and_join_to_the_text(tiny_lm):
     client = make_client(tiny_lm)
-    events = client.run(__import__("desktop.engine.protocol", fromlist=["Chat"]).Chat("a", (Message("user", "Hi 🙂"),), SamplingParams(max_tokens=20)))
+    events = client.run(Chat("a", (Message("user", "Hi 🙂"),), SamplingParams(max_tokens=20)))
     assert isinstance(events[0], PrefillDone)
     chunks = [e.text_delta for e in events if isinstance(e, ChunkEvent)]
-    assert chunks and "".join(chunks) == events[-1].text
-    assert all("\ufffd" not in c or True for c in chunks)
+    assert len(chunks) > 1 and "".join(chunks) == events[-1].text
+    assert len(chunks) <= events[-1].stats.generated_tokens
 
 
 def test_regenerate_is_a_hit(tiny_lm, oracle):
@@ -45,8 +45,6 @@ def test_regenerate_is_a_hit(tiny_lm, oracle):
 def test_stop_ends_generation_and_keeps_kv(tiny_lm):
     client = make_client(tiny_lm)
     msgs = [SYSTEM, Message("user", "Tell me a long story.")]
-    from desktop.engine.protocol import Chat
-
     stream = client.stream(Chat("a", tuple(msgs), SamplingParams(max_tokens=200)))
     seen = 0
     for event in stream:
@@ -117,8 +115,7 @@ def test_session_is_append_only_and_matches_oracle(tiny_lm, oracle):
         ids += t.gen_prompt_ids
         expected = oracle.ids(ids, 6)
         assert list(done.token_ids) == expected
-        if turn:
-            assert done.stats.cached_tokens == len(ids) - len(t.gen_prompt_ids) - 0 or done.stats.cached_tokens > 0
+        assert done.stats.cached_tokens == len(ids) - len(t.gen_prompt_ids)  # only the reply prompt is new
         ids += expected + t.close_after_reply(expected)
         history.append(Message("assistant", done.text))
     assert isinstance(client.run(EndSession("e", "s1"))[-1], Done)
