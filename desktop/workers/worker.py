@@ -14,35 +14,29 @@ from typing import Callable
 import torch
 
 from desktop.engine.protocol import (
-    AppendInput,
-    Chat,
     ChunkEvent,
     Command,
-    CreateSession,
     Done,
-    EndSession,
     ErrorEvent,
     Event,
     PrefillDone,
-    Shutdown,
-    Stop,
 )
-from desktop.errors import InvalidRequest, OmnideskError, UnknownSession
+from desktop.errors import OmnideskError
 from desktop.model import kv
 from desktop.model.detok import StreamDecoder
 from desktop.model.loader import LoadedModel
-from desktop.model.messages import parse_messages
 from desktop.model.sampling import Sampler, sample_batch
 from desktop.workers.config import WorkerConfig
 from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Phase, Seq, Session
 from desktop.workers.admission import Admission
+from desktop.workers.commands import CommandIntake
 from desktop.workers.slots import SlotTable
 from desktop.workers.spc import SystemPromptCache
 from desktop.workers.stats import WorkerCounters, finish_stats
 
 
-class Worker:
+class Worker(CommandIntake):
     """Single-threaded engine; `submit` may be called from any thread, everything else from one."""
 
     def __init__(
@@ -106,86 +100,6 @@ class Worker:
                     continue
                 self._handle(*item)
             self.step()
-
-    # ------------------------------------------------------------------ commands
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                item = self.inbox.get_nowait()
-            except queue.Empty:
-                return
-            self._handle(*item)
-
-    def _handle(self, cmd: Command, t_arrival: float) -> None:
-        if isinstance(cmd, Stop):
-            self._stop(cmd.request_id)
-        elif isinstance(cmd, EndSession):
-            self._end_session(cmd)
-        elif isinstance(cmd, Shutdown):
-            self._shutdown()
-        else:
-            seq = Seq(cmd.request_id, cmd, getattr(cmd, "params", None), t_arrival)
-            try:
-                self._validate(seq)
-            except OmnideskError as err:
-                self._error(seq.request_id, err)
-                return
-            self.waiting.append(seq)
-
-    def _validate(self, seq: Seq) -> None:
-        cmd = seq.command
-        if isinstance(cmd, Chat):
-            seq.msgs = parse_messages(cmd.messages)
-        elif isinstance(cmd, CreateSession):
-            if cmd.session_id in self.sessions:
-                raise InvalidRequest(f"Session {cmd.session_id} already exists.")
-        else:
-            session = self.sessions.get(cmd.session_id)
-            if session is None:
-                raise UnknownSession(f"Unknown session {cmd.session_id!r}: it was never created or has ended.")
-            if session.busy is not None:
-                raise InvalidRequest("This session is still busy with another request; stop it first.")
-            if isinstance(cmd, AppendInput):
-                seq.msgs = parse_messages(cmd.messages)
-            session.busy = seq.request_id
-            seq.session = session
-
-    def _stop(self, request_id: str) -> None:
-        for seq in self.waiting:
-            if seq.request_id == request_id:
-                self.waiting.remove(seq)
-                if seq.session is not None:
-                    seq.session.busy = None
-                self.emit(Done(request_id, "", finish_stats(seq, "cancelled", self.clock())))
-                return
-        for seq in [*self.prefilling, *self.decoding.values()]:
-            if seq.request_id == request_id:
-                seq.stop_requested = True
-                return
-        self._error(request_id, InvalidRequest(f"Nothing to stop: request {request_id!r} is not running.", code="unknown_request"))
-
-    def _end_session(self, cmd: EndSession) -> None:
-        session = self.sessions.pop(cmd.session_id, None)
-        if session is None:
-            self._error(cmd.request_id, UnknownSession(f"Unknown session {cmd.session_id!r}: it was never created or has ended."))
-            return
-        for seq in [*self.waiting, *self.prefilling, *self.decoding.values()]:
-            if seq.session is session:
-                if seq.phase is Phase.WAITING:
-                    self.waiting.remove(seq)
-                    self.emit(Done(seq.request_id, "", finish_stats(seq, "cancelled", self.clock())))
-                else:
-                    self._finish(seq, "cancelled")
-        session.slot.clear()
-        session.slot.session_id = None
-        self.emit(Done(cmd.request_id, "", slots=self.table.infos()))
-
-    def _shutdown(self) -> None:
-        err = OmnideskError("The worker is shutting down.", code="shutdown", retryable=True)
-        for seq in [*self.waiting, *self.prefilling, *self.decoding.values()]:
-            self._fail(seq, err)
-        self.closed = True
 
     # ------------------------------------------------------------------ scheduling
 
