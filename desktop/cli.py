@@ -32,12 +32,12 @@ def _progress(stage: str, fraction: float | None) -> None:
 
 
 def badge(stats) -> str:
-    """One line of numbers about a finished turn."""
-    why = f", {stats.miss_reason}" if stats.miss_reason else ""
-    return (
-        f"[cached {stats.cached_tokens} / new {stats.new_tokens} tokens · {stats.kind}{why} · "
-        f"TTFT {stats.ttft_ms:.0f} ms · {stats.tok_s:.1f} tok/s · {stats.finish_reason}]"
-    )
+    """One line of numbers about a finished turn (the same words as the chat window's badge)."""
+    from dataclasses import asdict
+
+    from desktop.engine.export import stats_line
+
+    return f"[{stats_line(asdict(stats))}]"
 
 
 def has_display() -> bool:

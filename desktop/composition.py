@@ -14,15 +14,15 @@ from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 
 from desktop.engine.gateway import Gateway
 from desktop.errors import OmnideskError
-from desktop.model.default_model import default_name, embedded_default_gguf
-from desktop.model.loader import TINY_NAME, ModelSpec
+from desktop.media.devices import output_devices
+from desktop.model.loader import ModelSpec
 from desktop.settings import Settings, save_settings
 from desktop.ui.admin.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme
 from desktop.workers.factory import make_hosts
-from desktop.workers.host import WorkerHost
+from desktop.workers.host import WorkerHost, WorkerStatus
 
 log = logging.getLogger(__name__)
 RESTARTING = "Restarting the model with the new settings…"
@@ -140,7 +140,7 @@ class Composition(QObject):
         if not await gateway.wait_ready():
             errors = [s.message for h in hosts if (s := monitor.status(h.worker_id)) and s.message]
             return self._failed(errors[0] if errors else "No worker could start.")
-        self.model_name, images = model_info(hosts, spec)
+        self.model_name, images = model_info([monitor.status(h.worker_id) for h in hosts], spec)
         window.set_model(self.model_name, f"{spec.source} · {spec.device} · {spec.dtype} · {len(hosts)} worker(s)")
         if images != self.supports_images:
             self.supports_images = images
@@ -296,23 +296,12 @@ class Composition(QObject):
         self.engine_state.emit("closed")
 
 
-def model_info(hosts: list[WorkerHost], spec: ModelSpec) -> tuple[str, bool]:
-    """(model name, supports images): from a thread host's loaded model, else from the spec
-    (a subprocess host keeps its model in the child)."""
-    for host in hosts:
-        lm = getattr(getattr(host, "worker", None), "lm", None)
-        if lm is not None:
-            return lm.name, bool(getattr(lm, "supports_images", False))
-    source = spec.source
-    if source == "tiny":
-        return TINY_NAME, False
-    if source == "default":
-        try:
-            return default_name(embedded_default_gguf()), False
-        except OmnideskError:
-            return "embedded default model", False
-    path = Path(source)
-    return (path.stem if path.suffix.lower() == ".gguf" else path.name), False
+def model_info(statuses: list[WorkerStatus | None], spec: ModelSpec) -> tuple[str, bool]:
+    """(model name, supports images) as the first worker that is up reported them."""
+    for status in statuses:
+        if status is not None and status.model:
+            return status.model, status.supports_images
+    return spec.source, False
 
 
 def worker_cores() -> int:
@@ -322,10 +311,6 @@ def worker_cores() -> int:
 
 
 def sound_devices() -> list[str]:
-    """Names of the audio devices for the settings dialog ([] without PortAudio or devices)."""
-    try:
-        import sounddevice
-
-        return [str(d["name"]) for d in sounddevice.query_devices()]
-    except Exception:  # no PortAudio, no devices: the dialog offers the system default only
-        return []
+    """Names of the output devices for the settings dialog ([] without PortAudio or devices)."""
+    devices, _reason = output_devices()
+    return [d.name for d in devices]

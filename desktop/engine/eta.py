@@ -32,7 +32,8 @@ class ServiceTimes:
 
 
 class Waits:
-    """The last `window` queue waits in milliseconds (0 for requests dispatched at once)."""
+    """The last `window` samples in milliseconds: queue waits (0 for requests dispatched at
+    once) in the pool, TTFTs in the worker counters."""
 
     def __init__(self, window: int = 1000) -> None:
         self._samples: deque[float] = deque(maxlen=window)

@@ -24,8 +24,9 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
         with send_lock:
             conn.send(msg)
 
-    def status(state: WorkerState, message: str = "") -> None:
-        send(WorkerStatus(worker_id, state, message, spec.device, config.max_running, config.num_slots))
+    def status(state: WorkerState, message: str = "", lm=None) -> None:
+        send(WorkerStatus(worker_id, state, message, spec.device, config.max_running, config.num_slots,
+                          lm.name if lm else "", bool(lm and lm.supports_images)))
 
     def deliver(cmd) -> None:
         with hold_lock:
@@ -54,5 +55,5 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
         holder["worker"] = worker
         for cmd in early:
             worker.submit(cmd)
-    status(WorkerState.IDLE)
+    status(WorkerState.IDLE, lm=worker.lm)
     worker.serve()

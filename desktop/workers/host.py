@@ -28,6 +28,8 @@ class WorkerStatus:
     device: str = "cpu"
     capacity: int = 1  # sequences it can run at once (continuous batching)
     num_slots: int = 1
+    model: str = ""  # the loaded model's display name (set once IDLE)
+    supports_images: bool = False
 
 
 EventSink = Callable[[str, "Event | WorkerStatus"], None]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
+from desktop.engine.eta import Waits
 from desktop.engine.protocol import MatchKind, TokenStats
 from desktop.workers.sequence import Seq
 
@@ -33,7 +33,7 @@ class WorkerCounters:
     input_tokens: int = 0
     cached_tokens: int = 0
     generated_tokens: int = 0
-    ttft_ms: deque = field(default_factory=lambda: deque(maxlen=512))
+    ttft_ms: Waits = field(default_factory=lambda: Waits(window=512))
 
     def record(self, stats: TokenStats) -> None:
         self.requests += 1
@@ -42,11 +42,9 @@ class WorkerCounters:
         self.cached_tokens += stats.cached_tokens
         self.generated_tokens += stats.generated_tokens
         if stats.ttft_ms:
-            self.ttft_ms.append(stats.ttft_ms)
+            self.ttft_ms.add(stats.ttft_ms)
 
     def snapshot(self) -> dict:
-        ttft = sorted(self.ttft_ms)
-        pick = lambda q: ttft[min(len(ttft) - 1, int(q * len(ttft)))] if ttft else 0.0  # noqa: E731
         return {
             "requests": self.requests,
             "errors": self.errors,
@@ -54,6 +52,6 @@ class WorkerCounters:
             "tokens_saved": self.cached_tokens,
             "input_tokens": self.input_tokens,
             "generated_tokens": self.generated_tokens,
-            "ttft_p50_ms": pick(0.5),
-            "ttft_p95_ms": pick(0.95),
+            "ttft_p50_ms": self.ttft_ms.percentile(50),
+            "ttft_p95_ms": self.ttft_ms.percentile(95),
         }

@@ -26,8 +26,9 @@ class ThreadHost(WorkerHost):
         self._thread.start()
 
     def _run(self, sink: EventSink) -> None:
-        def status(state: WorkerState, message: str = "") -> None:
-            sink(self.worker_id, WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running, self.config.num_slots))
+        def status(state: WorkerState, message: str = "", lm=None) -> None:
+            sink(self.worker_id, WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running,
+                                              self.config.num_slots, lm.name if lm else "", bool(lm and lm.supports_images)))
 
         try:
             worker = load_worker(self.spec, self.config, lambda e: sink(self.worker_id, e), status, self.threads)
@@ -39,7 +40,7 @@ class ThreadHost(WorkerHost):
             for cmd in self._early:
                 worker.submit(cmd)
             self._early.clear()
-        status(WorkerState.IDLE)
+        status(WorkerState.IDLE, lm=worker.lm)
         worker.serve()
 
     def submit(self, cmd: Command) -> None:
