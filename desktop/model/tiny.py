@@ -58,7 +58,9 @@ def tiny_model(seed: int = 0, dtype: str = "float32", vocab_size: int | None = N
     """A random-init 2-layer Llama sized for the tiny tokenizer. Same seed → same weights.
 
     The weights are drawn wider than usual (std 0.2) so greedy argmax has clear margins and
-    fp32 rounding between cached and uncached paths never flips a token."""
+    fp32 rounding between cached and uncached paths never flips a token. They come from a local
+    generator, never torch's global one: two threads building tiny models at once (two hosts in
+    one test) must still get the same weights."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -77,7 +79,14 @@ def tiny_model(seed: int = 0, dtype: str = "float32", vocab_size: int | None = N
         pad_token_id=SPECIAL.index("<|endoftext|>"),
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(cfg).to(getattr(torch, dtype)).eval()
+    model = LlamaForCausalLM(cfg)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            if name.endswith("norm.weight"):
+                param.fill_(1.0)  # RMSNorm scales start at one, as transformers' own init does
+            else:
+                param.normal_(0.0, cfg.initializer_range, generator=gen)
+    model = model.to(getattr(torch, dtype)).eval()
     model.config.name_or_path = "omnidesk-tiny"
     return model
