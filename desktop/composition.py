@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Coroutine
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 
 from desktop.engine.gateway import Gateway
@@ -84,9 +84,11 @@ class Composition(QObject):
         window.set_chat_page(self.chat_page)
         window.show()
         self._boot_task = self.spawn(self._boot())
-        if self._warning:
-            box = QMessageBox(QMessageBox.Icon.Warning, "Settings reset", self._warning,
+        notices = [n for n in (self._warning, getattr(self.store, "notice", None)) if n]  # files set aside
+        if notices:
+            box = QMessageBox(QMessageBox.Icon.Warning, "Some saved data was not valid", "\n\n".join(notices),
                               QMessageBox.StandardButton.Ok, window)
+            box.setTextFormat(Qt.TextFormat.PlainText)  # file names and values are not markup
             box.finished.connect(box.deleteLater)
             box.open()  # not exec(): a nested loop inside a task breaks qasync
             self._warning = None

@@ -1,27 +1,33 @@
 """User settings: a pydantic model stored as JSON in the user config folder. Defaults are merged in
-on load; a corrupt file falls back to defaults with a warning and is kept aside, never lost."""
+on load; a bad value falls back to its default alone, a corrupt file to defaults, both with a warning."""
 
 from __future__ import annotations
 
-import json
+import logging
 import os
-import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
+from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 from desktop.workers.config import WorkerConfig
 
+log = logging.getLogger(__name__)
+
 APP = "omnidesk"
+MAX_BYTES = 1 << 20  # a settings file is a few KB; anything near this is not one
+MAX_TEXT = 4096  # characters in any text setting (paths, names, the window geometry)
 
 
 class Settings(BaseModel):
     """Everything the user can set. Field bounds are the validation the settings dialog relies on."""
 
-    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    # strict: a value of the wrong type ("0.5" for a number, 1.5 for a whole number, true for a
+    # number) is refused, never converted, so that nothing a worker would choke on gets through.
+    model_config = ConfigDict(extra="ignore", validate_assignment=True, strict=True, allow_inf_nan=False)
 
     # model and workers
     model_source: str = "default"  # "default", a local Hugging Face folder or a .gguf file
@@ -38,7 +44,7 @@ class Settings(BaseModel):
     top_k: int = Field(0, ge=0, le=1000)
     repetition_penalty: float = Field(1.05, ge=0.5, le=2.0)
     max_tokens: int = Field(512, ge=1, le=32_768)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)  # what torch.Generator.manual_seed takes
     # audio
     audio_output_device: str | None = None
     audio_input_device: str | None = None
@@ -60,6 +66,16 @@ class Settings(BaseModel):
     last_page: Literal["chat", "call", "recordings", "admin"] = "chat"
     last_conversation_id: str | None = None
 
+    @field_validator("*")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if len(v) > MAX_TEXT:
+                raise ValueError(f"text longer than {MAX_TEXT} characters")
+            if not _encodable(v):
+                raise ValueError("text with characters that cannot be stored")
+        return v
+
     @field_validator("device")
     @classmethod
     def _device(cls, v: str) -> str:
@@ -74,6 +90,8 @@ class Settings(BaseModel):
         v = v.strip()
         if not v:
             raise ValueError("choose the embedded default or a model folder / .gguf file")
+        if "\0" in v:
+            raise ValueError("a path cannot contain a NUL character")
         return v
 
     def model_spec(self) -> ModelSpec:
@@ -114,30 +132,76 @@ def settings_path() -> Path:
 
 
 def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
-    """(settings, warning). Unknown keys are dropped, missing ones take defaults; a file that is not
-    JSON or has invalid values gives defaults and a warning, and is renamed to settings.bad-<time>.json."""
+    """(settings, warning). Missing keys take defaults and unknown ones are dropped (logged). An
+    invalid value falls back to its default alone, the others are kept; the warning names it and
+    a copy of the file is kept. A file that cannot be read at all (not JSON, nested too deeply,
+    larger than 1 MB) gives defaults and is renamed to settings.bad-<time>[-n].json."""
     path = path or settings_path()
-    if not path.exists():
-        return Settings(), None
+    clean_stale_temps(path.parent)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path, MAX_BYTES)
         if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        return Settings.model_validate(data), None
-    except (OSError, ValueError, ValidationError) as exc:
-        aside = path.with_name(f"settings.bad-{time.strftime('%Y%m%d-%H%M%S')}.json")
+            raise ValueError("it is not a JSON object")
+    except FileNotFoundError:
+        return Settings(), None
+    except (OSError, ValueError) as exc:
+        aside = _set_aside(path, copy=False)
+        kept = f"The old file was kept as {aside}." if aside else "The old file could not be moved aside."
+        return Settings(), f"Your settings file could not be read ({exc}); defaults are in use. {kept}"
+    unknown = [str(k) for k in data if k not in Settings.model_fields]
+    if unknown:
+        log.warning("Ignored unknown settings in %s: %s", path, ", ".join(shorten(k) for k in unknown[:20]))
+    settings, rejected = _validate_each(data)
+    if not rejected:
+        return settings, None
+    aside = _set_aside(path, copy=True)
+    what = "; ".join(f"{name} = {shorten(repr(value))} ({why})" for name, (value, why) in rejected.items())
+    kept = f" The original file was kept as {aside}." if aside else ""
+    log.warning("Invalid settings in %s reset to their defaults: %s", path, what)
+    return settings, (f"Some settings were not valid and now use their defaults: {what}. "
+                      f"Your other settings are kept.{kept}")
+
+
+def _validate_each(data: dict[str, Any]) -> tuple[Settings, dict[str, tuple[Any, str]]]:
+    """Settings from `data` with every invalid field dropped (→ its default), and what was dropped:
+    {field: (bad value, why)}."""
+    clean = {k: v for k, v in data.items() if k in Settings.model_fields}
+    rejected: dict[str, tuple[Any, str]] = {}
+    while True:
         try:
-            path.replace(aside)
-        except OSError:
-            aside = path
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return Settings(), f"Your settings file could not be read ({first}); defaults are in use. The old file was kept as {aside}."
+            return Settings.model_validate(clean), rejected
+        except ValidationError as exc:
+            bad = {}
+            for err in exc.errors():
+                loc = err.get("loc") or ("",)
+                if loc[0] in clean:
+                    why = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+                    bad.setdefault(loc[0], why[:1].lower() + why[1:])
+            if not bad:  # not tied to one field: give up on all of them
+                bad = {k: "invalid together with the other settings" for k in clean}
+                if not bad:
+                    return Settings(), rejected
+            for name, why in bad.items():
+                rejected[str(name)] = (clean.pop(name), why)
+
+
+def _set_aside(path: Path, *, copy: bool) -> Path | None:
+    try:
+        return set_aside(path, tag="bad", copy=copy)
+    except OSError as exc:
+        log.error("Could not keep the settings file %s aside: %s", path, exc)
+        return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # a lone surrogate ("\udfff") from a JSON escape
+        return False
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
-    """Write atomically: a crash mid-write never leaves a half file."""
-    path = path or settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(settings.model_dump_json(indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    """Write atomically (a unique temporary file, then a rename): a crash or a second writer never
+    leaves a half file."""
+    write_atomic(path or settings_path(), settings.model_dump_json(indent=2))

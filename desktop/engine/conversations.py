@@ -1,5 +1,5 @@
 """Saved conversations: one JSON file per conversation in the user data folder, written
-atomically; a file that cannot be read is skipped with a warning and left on disk (no Qt)."""
+atomically; a file that cannot be read is moved to set-aside/ with a notice, the others load (no Qt)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ import json
 import logging
 import os
 import re
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+
+from desktop.engine.saved_fields import clean_text, reply_stats, timestamp
+from desktop.engine.search import Hit, SearchIndex
+from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +23,8 @@ APP = "omnidesk"
 FORMAT_VERSION = 1
 TITLE_CHARS = 40
 ROLES = ("user", "assistant", "system")
+MAX_FILE_BYTES = 64 << 20  # one conversation file; a larger one is set aside unread
+SET_ASIDE = "set-aside"  # the folder, under the store's, where unreadable files are moved
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -71,42 +76,33 @@ class Conversation:
         return {"version": FORMAT_VERSION, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Conversation:
-        """Parse a saved file's object; raise ValueError when it is not a conversation."""
+    def from_dict(cls, data: Any, fallback_time: float = 0.0) -> Conversation:
+        """Parse a saved file's object. What the user wrote or received (id, messages, system
+        prompt) must be valid, else ValueError; bad metadata (title, times, preset, parent, stats,
+        images) falls back to a default so that it can never break the page later."""
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
-            raise ValueError("not a conversation object (no valid id)")
+            raise ValueError("it is not a conversation (no valid id)")
         raw = data.get("messages", [])
         if not isinstance(raw, list):
-            raise ValueError("messages is not a list")
+            raise ValueError("its messages are not a list")
+        updated = timestamp(data.get("updated"))
+        created = timestamp(data.get("created")) or updated or fallback_time
         messages = []
-        for m in raw:
+        for i, m in enumerate(raw):
             if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
-                raise ValueError("a message has no valid role/content")
-            stats = m.get("stats") if isinstance(m.get("stats"), dict) else None
-            images = [str(p) for p in m.get("images", []) if isinstance(p, str)] if isinstance(m.get("images"), list) else []
-            messages.append(StoredMessage(m["role"], m["content"], stats, float(m.get("created", 0.0)), images))
-        return cls(id=data["id"], title=str(data.get("title", "")), created=float(data.get("created", 0.0)),
-                   updated=float(data.get("updated", 0.0)), system_prompt=str(data.get("system_prompt", "")),
-                   preset=str(data.get("preset", "")), messages=messages, parent=data.get("parent"))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, flush it to disk, then os.replace it in:
-    readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+                raise ValueError(f"message {i + 1} has no valid role and text")
+            images = m.get("images") if isinstance(m.get("images"), list) else []
+            messages.append(StoredMessage(m["role"], clean_text(m["content"]), reply_stats(m.get("stats")),
+                                          timestamp(m.get("created")) or created,
+                                          [clean_text(p) for p in images if isinstance(p, str) and p and "\0" not in p]))
+        system = data.get("system_prompt", "")
+        if not isinstance(system, str):
+            raise ValueError("its system prompt is not text")
+        title, preset, parent = data.get("title"), data.get("preset"), data.get("parent")
+        return cls(id=data["id"], title=clean_text(title) if isinstance(title, str) else "", created=created,
+                   updated=updated or created, system_prompt=clean_text(system),
+                   preset=clean_text(preset) if isinstance(preset, str) else "", messages=messages,
+                   parent=parent if isinstance(parent, str) and _ID.match(parent) else None)
 
 
 class ConversationStore:
@@ -117,17 +113,41 @@ class ConversationStore:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._convs: dict[str, Conversation] = {}
-        self.skipped: list[Path] = []  # files that could not be read (left untouched)
+        self._index = SearchIndex()  # folded text per conversation, for `find`
+        self.skipped: list[Path] = []  # files that could not be read, where they are now
+        self.notice: str | None = None  # one paragraph for the user about them, if any
+        clean_stale_temps(self.root)
+        problems: list[tuple[Path, str]] = []
         for path in sorted(self.root.glob("*.json")):
             try:
-                conv = Conversation.from_dict(json.loads(path.read_text(encoding="utf-8")))
+                conv = Conversation.from_dict(load_json(path, MAX_FILE_BYTES), _mtime(path))
                 if conv.id != path.stem:
-                    raise ValueError(f"its id {conv.id!r} does not match the file name")
-            except (OSError, ValueError) as exc:
-                log.warning("Skipped conversation file %s: %s (the file is kept as it is)", path, exc)
-                self.skipped.append(path)
+                    raise ValueError(f"its id {shorten(conv.id)!r} does not match the file name")
+            except Exception as exc:  # noqa: BLE001 - whatever is wrong with one file, the others load
+                problems.append((path, str(exc) if isinstance(exc, (OSError, ValueError)) else repr(exc)))
                 continue
             self._convs[conv.id] = conv
+        if problems:
+            self._set_aside(problems)
+
+    def _set_aside(self, problems: list[tuple[Path, str]]) -> None:
+        """Move unreadable files to set-aside/ (never delete them) and word the notice."""
+        folder = self.root / SET_ASIDE
+        lines = []
+        for path, why in problems:
+            try:
+                where = set_aside(path, folder)
+            except OSError as exc:
+                log.warning("Could not move the unreadable conversation file %s aside: %s", path, exc)
+                where = path
+            log.warning("Conversation file %s could not be read (%s); it was kept as %s", path, why, where)
+            self.skipped.append(where)
+            lines.append(f"{path.name} ({shorten(why, 120)})")
+        many = len(lines) > 1
+        listed = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
+        self.notice = (f"{len(lines)} conversation file{'s' if many else ''} could not be read and "
+                       f"{'were' if many else 'was'} moved to {folder}: {listed}. "
+                       "Your other conversations are loaded.")
 
     @classmethod
     def default(cls) -> ConversationStore:
@@ -147,9 +167,13 @@ class ConversationStore:
         return self._convs.get(conv_id)
 
     def search(self, query: str) -> list[Conversation]:
-        """Conversations whose title contains `query` (case-insensitive); all for an empty query."""
-        q = query.strip().casefold()
-        return [c for c in self.list() if q in (c.title or "").casefold()]
+        """Conversations whose title and messages contain every word of `query` (any case), the
+        newest first; all for an empty query."""
+        return [hit.conv for hit in self.find(query)]
+
+    def find(self, query: str) -> list[Hit]:
+        """Like `search`, each with where its messages matched (see engine/search.py)."""
+        return self._index.search(self.list(), query)
 
     def new(self, system_prompt: str = "", preset: str = "") -> Conversation:
         """A new, empty conversation. It is not saved (nor listed) until `save`."""
@@ -204,5 +228,18 @@ class ConversationStore:
         return conv
 
     def _write(self, conv: Conversation) -> None:
-        write_atomic(self.root / f"{conv.id}.json", json.dumps(conv.to_dict(), ensure_ascii=False, indent=1))
+        data = conv.to_dict()
+        text = json.dumps(data, ensure_ascii=False, indent=1)
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate somewhere: escaped, it is still valid JSON
+            raw = json.dumps(data, indent=1).encode("ascii")
+        write_atomic(self.root / f"{conv.id}.json", raw)
         self._convs[conv.id] = conv
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

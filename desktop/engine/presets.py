@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.engine.conversations import data_dir, write_atomic
+from desktop.engine.conversations import data_dir
+from desktop.safefile import clean_stale_temps, load_json, set_aside, write_atomic
 
 log = logging.getLogger(__name__)
 
 BUILTIN_PATH = Path(__file__).resolve().parents[2] / "assets" / "presets.json"
 # Used only when the asset file is missing (e.g. an install that did not ship assets/).
+MAX_BYTES = 4 << 20  # the presets file; a larger one is set aside unread
 _FALLBACK = [{"id": "assistant", "name": "Assistant", "prompt": "You are a helpful, honest assistant."}]
 
 
@@ -41,7 +42,7 @@ def _parse(data: object, builtin: bool) -> list[Preset]:
 
 def load_builtin(path: Path = BUILTIN_PATH) -> list[Preset]:
     try:
-        return _parse(json.loads(path.read_text(encoding="utf-8")), builtin=True)
+        return _parse(load_json(path, MAX_BYTES), builtin=True)
     except (OSError, ValueError) as exc:
         log.warning("Built-in presets unavailable (%s): %s; using a minimal default", path, exc)
         return _parse({"presets": _FALLBACK}, builtin=True)
@@ -54,16 +55,17 @@ class PresetStore:
         self.path = Path(root if root is not None else data_dir()) / "presets.json"
         self._builtin = load_builtin(builtin_path)
         self._user: list[Preset] = []
-        if self.path.exists():
+        clean_stale_temps(self.path.parent)
+        try:
+            self._user = _parse(load_json(self.path, MAX_BYTES), builtin=False)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as exc:
             try:
-                self._user = _parse(json.loads(self.path.read_text(encoding="utf-8")), builtin=False)
-            except (OSError, ValueError) as exc:
-                aside = self.path.with_name(f"presets.bad-{time.strftime('%Y%m%d-%H%M%S')}.json")
-                log.warning("Your presets file %s could not be read (%s); it was kept as %s", self.path, exc, aside)
-                try:
-                    self.path.replace(aside)
-                except OSError:
-                    pass
+                aside: Path | str = set_aside(self.path)
+            except OSError as err:
+                aside = f"{self.path} (it could not be moved: {err})"
+            log.warning("Your presets file %s could not be read (%s); it was kept as %s", self.path, exc, aside)
 
     def list(self) -> list[Preset]:
         return [*self._builtin, *self._user]

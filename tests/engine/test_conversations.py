@@ -82,7 +82,7 @@ def test_fork_branches_at_an_edited_user_message(tmp_path):
         store.fork(conv, 1, "not a user message")
 
 
-def test_a_corrupt_file_is_skipped_with_a_warning_and_kept(tmp_path, caplog):
+def test_a_corrupt_file_is_set_aside_with_a_notice_and_kept(tmp_path, caplog):
     store = ConversationStore(tmp_path)
     good = chat(store, "fine")
     (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
@@ -91,9 +91,14 @@ def test_a_corrupt_file_is_skipped_with_a_warning_and_kept(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         again = ConversationStore(tmp_path)
     assert [c.id for c in again.list()] == [good.id]
-    assert {p.name for p in again.skipped} == {"broken.json", "wrongid.json", "nomsgs.json"}
+    assert {p.name.split(".")[0] for p in again.skipped} == {"broken", "wrongid", "nomsgs"}
+    assert all(p.parent == tmp_path / "set-aside" and p.suffix == ".json" for p in again.skipped)
     assert "broken.json" in caplog.text
-    assert (tmp_path / "broken.json").read_text(encoding="utf-8") == "{not json"
+    assert "3 conversation files could not be read" in again.notice and "broken.json (it is not valid JSON" in again.notice
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"{good.id}.json"]
+    broken = next(p for p in again.skipped if p.name.startswith("broken."))
+    assert broken.read_text(encoding="utf-8") == "{not json"  # moved, never deleted
+    assert ConversationStore(tmp_path).notice is None  # said once, not at every start
 
 
 def test_writes_are_atomic(tmp_path, monkeypatch):
