@@ -25,6 +25,22 @@ def cache_len(cache: DynamicCache | None) -> int:
     return 0 if cache is None else cache.get_seq_length()
 
 
+def agreed_len(cache: DynamicCache | None) -> int:
+    """The cache's length when every layer holds the same number of positions, else -1.
+
+    `cache_len` reads layer 0 only; a forward cut short between two layers (an exception raised
+    inside it) leaves the layers one apart, which only this check sees."""
+    if cache is None:
+        return 0
+    layers = _layers_kv(cache)
+    if not layers:
+        return 0
+    lens = {k.shape[-2] for k, _ in layers} | {v.shape[-2] for _, v in layers}
+    if len(lens) != 1 or len(layers) != len(cache.layers):  # a layer left out counts as empty
+        return -1
+    return lens.pop()
+
+
 def crop_to(cache: DynamicCache, n: int) -> None:
     """Keep the first n positions (in place)."""
     extra = cache_len(cache) - n

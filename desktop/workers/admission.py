@@ -3,6 +3,7 @@ context window and the memory budget; afterwards record what the slot or session
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from desktop.engine.protocol import AppendInput, Chat, CreateSession, Generate, MatchKind
@@ -13,6 +14,8 @@ from desktop.workers.sequence import Phase, Seq, Session
 
 if TYPE_CHECKING:
     from desktop.workers.worker import Worker
+
+log = logging.getLogger(__name__)
 
 
 class Admission:
@@ -120,6 +123,10 @@ class Admission:
     def release(self, seq: Seq, cache, text: str) -> None:
         """The request ended normally (done, stopped, cancelled): record what the slot now holds."""
         slot, w = seq.slot, self.w
+        if kv.agreed_len(cache) != len(seq.kv_ids):  # a step was cut short: never reuse such a KV
+            log.error("Slot %d: KV (%d) and ids (%d) disagree after %s; dropping its cache",
+                      slot.index, kv.agreed_len(cache), len(seq.kv_ids), seq.request_id)
+            cache, seq.kv_ids = None, []
         if isinstance(seq.command, Generate) and not seq.generated:
             base = len(seq.target) - len(w.template.gen_prompt_ids)  # drop a half-fed reply prompt
             if len(seq.kv_ids) > base:
@@ -145,6 +152,8 @@ class Admission:
                 except ValueError:
                     bounds = None
             slot.set_conversation(msgs, canon, bounds)
+            if not slot.ids:  # nothing kept (stopped before any prefill, or a dropped KV)
+                slot.clear()
         else:
             slot.clear()
 

@@ -157,13 +157,16 @@ class SlotTable:
         return tuple(s.info(self.bytes_per_token) for s in self.slots)
 
     def check_integrity(self, kv_len: Callable[[Any], int], active: set[str]) -> None:
-        """Raise AssertionError if any slot's bookkeeping is inconsistent (tests call this often)."""
+        """Raise AssertionError if any slot's bookkeeping is inconsistent (tests call this often).
+
+        `kv_len` gives the KV's length, or -1 when its layers disagree: an idle slot's ids and its KV
+        must always agree, in every layer."""
         for s in self.slots:
             if s.request_id is not None:
                 assert s.request_id in active, f"slot {s.index} pending for finished request {s.request_id}"
                 continue
             assert s.reserved == 0, f"slot {s.index} keeps a reservation with no request"
-            assert kv_len(s.kv) == len(s.ids), f"slot {s.index}: kv {kv_len(s.kv)} != ids {len(s.ids)}"
+            assert kv_len(s.kv) == len(s.ids), f"slot {s.index}: kv {kv_len(s.kv)} (-1: layers disagree) != ids {len(s.ids)}"
             assert s.hashes == prefix_hashes(s.msgs), f"slot {s.index}: hashes do not match its messages"
             assert len(s.bounds) == len(s.msgs), f"slot {s.index}: bounds do not match its messages"
             assert not s.bounds or s.bounds[-1] == len(s.canon), f"slot {s.index}: canon length"

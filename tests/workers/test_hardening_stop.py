@@ -1,0 +1,147 @@
+"""Issue 8, item 4: Ctrl-C during a reply, then continue. The terminal chat drives the worker on
+its own thread, so Python delivered KeyboardInterrupt inside a step (between two layers of a
+forward): the KV and the ids ended one token apart and the next turn failed with a size error."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import signal
+
+import pytest
+from worker_helpers import make_client
+
+from desktop.engine.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
+from desktop.model import kv
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+from desktop.workers.slots import SlotTable
+
+pytestmark = pytest.mark.hardening
+
+LIMIT = 24
+
+
+class CtrlC:
+    """Sends a real SIGINT to this process from inside the model's first layer, on its n-th call:
+    the signal then lands in the middle of a forward, as a user's Ctrl-C does."""
+
+    def __init__(self, lm) -> None:
+        self.armed_at = 0
+        self.calls = 0
+        self.handle = lm.model.model.layers[0].register_forward_hook(self._hook)
+
+    def arm(self, nth_forward: int) -> None:
+        self.calls, self.armed_at = 0, nth_forward
+
+    def _hook(self, module, args, output) -> None:
+        if self.armed_at:
+            self.calls += 1
+            if self.calls == self.armed_at:
+                self.armed_at = 0
+                os.kill(os.getpid(), signal.SIGINT)
+
+    def close(self) -> None:
+        self.handle.remove()
+
+
+@pytest.fixture
+def ctrl_c(tiny_lm):
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    c = CtrlC(tiny_lm)
+    yield c
+    c.close()
+
+
+def interrupted_turn(client, rid: str, msgs, ctrl_c: CtrlC, nth_forward: int) -> tuple[Done | ErrorEvent, str]:
+    """One turn as the terminal chat runs it: Ctrl-C (on the n-th forward) stops the reply."""
+    ctrl_c.arm(nth_forward)
+    stream = client.stream(Chat(rid, tuple(msgs), SamplingParams(max_tokens=LIMIT)))
+    streamed, end = "", None
+    while end is None:
+        try:
+            for event in stream:
+                if isinstance(event, ChunkEvent):
+                    streamed += event.text_delta
+                elif isinstance(event, (Done, ErrorEvent)):
+                    end = event
+        except KeyboardInterrupt:
+            client.submit(Stop(rid))
+            stream = client.stream(None, rid)
+    ctrl_c.arm(0)
+    return end, streamed
+
+
+@pytest.mark.parametrize("nth_forward", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("send_back", ["done", "streamed", "stripped"])
+def test_ctrl_c_mid_forward_then_continue(tiny_lm, oracle, ctrl_c, nth_forward, send_back):
+    client = make_client(tiny_lm, num_slots=2, prefill_chunk=16, prefill_budget=24)  # integrity after each step
+    conv = [Message("system", "You are a helpful assistant."), Message("user", "Tell me about the fox.")]
+    first, streamed = interrupted_turn(client, "r1", conv, ctrl_c, nth_forward)
+    assert isinstance(first, Done), first
+    assert list(first.token_ids) == oracle.chat(conv, LIMIT)[: len(first.token_ids)]
+    reply = {"done": first.text, "streamed": streamed, "stripped": first.text.strip()}[send_back]
+    conv += [Message("assistant", reply), Message("user", "And then?")]
+    for n in range(2):  # today the first of these failed, the second recomputed everything
+        done, _ = interrupted_turn(client, f"r{n + 2}", conv, ctrl_c, 0)
+        assert isinstance(done, Done), done
+        assert list(done.token_ids) == oracle.chat(conv, LIMIT)
+        assert done.stats.cached_tokens > 0, done.stats  # the stopped reply's KV was kept and reused
+        conv += [Message("assistant", done.text), Message("user", "More.")]
+
+
+def test_terminal_chat_recovers_after_ctrl_c(tiny_lm, ctrl_c, monkeypatch, capsys):
+    """The terminal chat itself: Ctrl-C in the middle of a forward, then two more messages."""
+    from desktop import cli
+
+    lines = iter(["Tell me about the fox.", "And then?", "More."])
+    arms = iter([4, 0, 0])
+
+    def fake_input(prompt: str = "") -> str:
+        try:
+            line = next(lines)
+        except StopIteration:
+            raise EOFError from None
+        ctrl_c.arm(next(arms))
+        return line
+
+    monkeypatch.setattr(builtins, "input", fake_input)
+    monkeypatch.setattr("desktop.model.loader.load_model", lambda spec, progress=None: tiny_lm)  # the hooked model
+    assert cli._chat(cli.parse_args(["chat", "--model", "tiny", "--max-tokens", "40", "--threads", "1"])) == 0
+    err = capsys.readouterr().err
+    assert "error" not in err.lower(), err
+    assert err.count("stopped") == 1 and err.count("[cached") == 3, err
+
+
+def test_integrity_check_sees_layers_one_apart(tiny_lm):
+    """A forward cut between two layers leaves layer 0 one longer: the slot check must say so."""
+    cache = kv.new_cache(tiny_lm.model.config)
+    tiny_lm.model(input_ids=kv.as_batch([5, 6, 7], "cpu"), past_key_values=cache)
+    layer = cache.layers[0]
+    layer.keys, layer.values = layer.keys[:, :, :2], layer.values[:, :, :2]
+    assert kv.cache_len(cache) == 2 and kv.agreed_len(cache) == -1
+    table = SlotTable(1, 1, 10**9)
+    table.slots[0].kv, table.slots[0].ids = cache, [5, 6]
+    with pytest.raises(AssertionError, match="layers disagree"):
+        table.check_integrity(kv.agreed_len, set())
+
+
+def test_a_cut_short_step_costs_a_recompute_not_a_failure(tiny_lm, oracle, ctrl_c):
+    """Defence behind the fix: a step interrupted anyway (the worker stepped directly, with no
+    Ctrl-C shield) leaves a KV whose layers disagree; the worker drops it when the reply ends, so
+    the next turn rebuilds instead of failing."""
+    client = make_client(tiny_lm, num_slots=1)
+    w = client.worker
+    conv = [Message("user", "Tell me about the fox.")]
+    w.submit(Chat("c1", tuple(conv), SamplingParams(max_tokens=LIMIT)))
+    ctrl_c.arm(6)
+    with pytest.raises(KeyboardInterrupt):
+        while w.step():
+            pass
+    w.submit(Stop("c1"))
+    w.run_until_idle()
+    first = client.events.pop("c1")[-1]
+    assert isinstance(first, Done) and w.table.slots[0].ids == [] and w.table.slots[0].kv is None
+    conv += [Message("assistant", first.text), Message("user", "And then?")]
+    done = client.run(Chat("c2", tuple(conv), SamplingParams(max_tokens=LIMIT)))[-1]
+    assert isinstance(done, Done) and list(done.token_ids) == oracle.chat(conv, LIMIT)
