@@ -62,6 +62,18 @@ def setup_logging(level: int = logging.INFO, *, stderr_level: int = logging.WARN
     return path
 
 
+def log_failure(message: str, exc: BaseException | None = None) -> int:
+    """Record why the app could not start or go on: the sentence on stderr and in the log file,
+    the traceback (if any) in the file only. Returns the exit status, 1."""
+    logger = logging.getLogger("desktop.start")
+    logger.critical("%s", message)
+    if exc is not None:
+        logger.info("Details of the failure above:", exc_info=exc)  # INFO: the file, not the terminal
+    flush_logs()
+    print(f"omnidesk: the log file is {log_path()}", file=sys.stderr)
+    return 1
+
+
 def flush_logs() -> None:
     """Flush every handler set up here (tests read the file right after logging)."""
     for handler in logging.getLogger().handlers:
