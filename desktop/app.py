@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import qasync
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from desktop import __version__
 from desktop.composition import Composition
-from desktop.logs import setup_logging
+from desktop.logs import log_failure, setup_logging
+from desktop.qtdeps import platform_problem, route_qt_messages
 from desktop.settings import load_settings
 from desktop.ui.excepthook import ExceptionHook
 from desktop.ui.icons import app_icon
@@ -175,6 +176,16 @@ def main_gui(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     path = setup_logging()
     log.info("Omnidesk %s starting (log: %s)", __version__, path)
-    app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
-    configure_app(app)
-    return serve(app)
+    problem = platform_problem()  # Qt would abort in QApplication() without a word in the log
+    if problem:
+        return log_failure(problem)
+    previous = route_qt_messages()
+    try:
+        # argv[0] names the X11 window class instance (WM_CLASS): "omnidesk", not "__main__.py"
+        app = QApplication.instance() or QApplication(["omnidesk", *(argv or [])])
+        configure_app(app)
+        return serve(app)
+    except Exception as exc:  # noqa: BLE001 - the user gets a sentence, the log the traceback
+        return log_failure(f"Omnidesk stopped on an unexpected error: {type(exc).__name__}: {exc}", exc)
+    finally:
+        qInstallMessageHandler(previous)
