@@ -20,9 +20,10 @@ from desktop import __version__
 from desktop.composition import Composition
 from desktop.logs import log_failure, setup_logging
 from desktop.qtdeps import platform_problem, route_qt_messages
-from desktop.settings import load_settings
+from desktop.settings import config_dir, load_settings
 from desktop.ui.excepthook import ExceptionHook
 from desktop.ui.icons import app_icon
+from desktop.ui.single_instance import SingleInstance, second_launch
 
 log = logging.getLogger(__name__)
 
@@ -179,13 +180,18 @@ def main_gui(argv: list[str] | None = None) -> int:
     problem = platform_problem()  # Qt would abort in QApplication() without a word in the log
     if problem:
         return log_failure(problem)
+    instance = SingleInstance(config_dir())  # one window per user: a second launch raises the first
+    if not instance.acquire():
+        return second_launch(instance)
     previous = route_qt_messages()
     try:
         # argv[0] names the X11 window class instance (WM_CLASS): "omnidesk", not "__main__.py"
         app = QApplication.instance() or QApplication(["omnidesk", *(argv or [])])
         configure_app(app)
+        instance.listen()
         return serve(app)
     except Exception as exc:  # noqa: BLE001 - the user gets a sentence, the log the traceback
         return log_failure(f"Omnidesk stopped on an unexpected error: {type(exc).__name__}: {exc}", exc)
     finally:
         qInstallMessageHandler(previous)
+        instance.release()

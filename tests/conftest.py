@@ -1,11 +1,19 @@
-"""Shared pytest setup: offline, headless, one torch thread, and the `real_model` marker.
+"""Shared pytest setup: offline, headless, throwaway user folders, one torch thread, `real_model`.
 
 `real_model` tests load the embedded SmolLM2 default (run only them with `-m real_model`). One
 torch thread: the tiny model is dispatch-bound and 2 OpenMP threads under load are ~10× slower."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Never the user's own settings, conversations or log, nor a running Omnidesk's instance lock.
+_HOME = tempfile.mkdtemp(prefix="omnidesk-tests-")
+atexit.register(shutil.rmtree, _HOME, True)
+for _name in ("CONFIG", "DATA", "LOG"):
+    os.environ.setdefault(f"OMNIDESK_{_name}_DIR", os.path.join(_HOME, _name.lower()))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
