@@ -3,11 +3,12 @@ over random multi-turn conversations, in every cache mode, with integrity checke
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from worker_helpers import chat, make_client, run_all
 
-from desktop.engine.protocol import AppendInput, Chat, CreateSession, Done, Generate, Stop
+from desktop.engine.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, Stop
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 
@@ -115,3 +116,104 @@ def test_session_equals_uncached(tiny_lm, oracle, system, ops, mode):
         out = list(done.token_ids)
         ids += t.gen_prompt_ids + out + t.close_after_reply(out)
         history.append(Message("assistant", done.text))
+
+
+class _CtrlC:
+    """A real SIGINT sent from inside the model's first layer on its n-th call (a user's Ctrl-C
+    landing in the middle of a forward); disarmed while the oracle runs."""
+
+    def __init__(self, lm) -> None:
+        self.armed_at = self.calls = 0
+        self.handle = lm.model.model.layers[0].register_forward_hook(self._hook)
+
+    def _hook(self, *_) -> None:
+        if self.armed_at:
+            self.calls += 1
+            if self.calls == self.armed_at:
+                import os
+                import signal
+
+                self.armed_at = 0
+                os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.fixture
+def ctrl_c(tiny_lm):
+    """The hook, plus a record of the worker dropping a KV that disagreed with its ids (the
+    admission's last line of defence): with Ctrl-C held back during steps it never fires."""
+    import logging
+
+    hook = _CtrlC(tiny_lm)
+    hook.dropped = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: hook.dropped.append(record.getMessage())
+    logger = logging.getLogger("desktop.workers.admission")
+    logger.addHandler(handler)
+    yield hook
+    logger.removeHandler(handler)
+    hook.handle.remove()
+
+
+STOP_TURNS = st.lists(
+    st.tuples(
+        TEXT,
+        st.sampled_from(["stop", "ctrl-c", "queued", "none"]),  # how the reply ends
+        st.integers(1, 10),  # after how many chunks (stop) or forwards (ctrl-c)
+        st.sampled_from(["cli", "window", "stripped"]),  # how the partial reply comes back as history
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+def _stopped_turn(client, ctrl_c, rid: str, msgs, how: str, at: int) -> tuple[Done, str]:
+    """Run one turn the terminal chat's way; stop it as `how` says. Returns Done and the streamed text."""
+    cmd = Chat(rid, tuple(msgs), SamplingParams(max_tokens=STOP_MAX))
+    if how == "queued":  # stopped before it left the queue
+        client.submit(cmd)
+        client.submit(Stop(rid))
+        cmd = None
+    ctrl_c.armed_at, ctrl_c.calls = (at if how == "ctrl-c" else 0), 0
+    stream, streamed, done, chunks = client.stream(cmd, rid), "", None, 0
+    while done is None:
+        try:
+            for event in stream:
+                if isinstance(event, ChunkEvent):
+                    streamed += event.text_delta
+                    chunks += 1
+                    if how == "stop" and chunks == at:
+                        client.submit(Stop(rid))
+                elif isinstance(event, Done):
+                    done = event
+                else:
+                    assert not isinstance(event, ErrorEvent), event
+        except KeyboardInterrupt:  # what the terminal chat does on Ctrl-C
+            client.submit(Stop(rid))
+            stream = client.stream(None, rid)
+    ctrl_c.armed_at = 0
+    return done, streamed
+
+
+STOP_MAX = 12
+
+
+@SETTINGS
+@given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 2), turns=STOP_TURNS)
+def test_stop_then_continue_equals_uncached(tiny_lm, oracle, ctrl_c, mode, num_slots, turns):
+    """Replies stopped at random points (Stop, or Ctrl-C in the middle of a forward), the partial
+    reply sent back as history the way the terminal chat (Done.text, even empty) and the window
+    (the text, or nothing when empty) send it: cached output equals uncached, integrity every step."""
+    client = make_client(tiny_lm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=16, prefill_budget=24)
+    conv = [Message("system", "You are a helpful assistant.")]
+    for n, (text, how, at, shape) in enumerate(turns):
+        conv.append(Message("user", text))
+        done, streamed = _stopped_turn(client, ctrl_c, f"s{n}", conv, how, at)
+        expected = oracle.chat(conv, STOP_MAX)
+        if done.stats.finish_reason in ("stopped", "cancelled"):
+            assert list(done.token_ids) == expected[: len(done.token_ids)], (mode, how, done.stats)
+        else:
+            assert list(done.token_ids) == expected, (mode, how, done.stats)
+        reply = {"cli": done.text, "window": done.text or streamed, "stripped": done.text.strip()}[shape]
+        if reply or shape == "cli":  # the window keeps no empty reply; the terminal chat does
+            conv.append(Message("assistant", reply))
+    assert not ctrl_c.dropped, ctrl_c.dropped
