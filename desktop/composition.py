@@ -84,7 +84,9 @@ class Composition(QObject):
         window.set_chat_page(self.chat_page)
         window.show()
         self._boot_task = self.spawn(self._boot())
-        notices = [n for n in (self._warning, getattr(self.store, "notice", None)) if n]  # files set aside
+        presets = getattr(self.chat_page, "presets", None)
+        notices = [n for n in (self._warning, getattr(self.store, "notice", None),  # files set aside
+                               getattr(presets, "notice", None)) if n]
         if notices:
             box = QMessageBox(QMessageBox.Icon.Warning, "Some saved data was not valid", "\n\n".join(notices),
                               QMessageBox.StandardButton.Ok, window)

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 TMP_SUFFIX = ".tmp"
 STALE_TMP_S = 15 * 60  # a temporary file this old is a leftover, whoever wrote it
-DEAD_TMP_S = 60.0  # ... and one whose writer's process is gone, after a minute
+DEAD_TMP_S = 10.0  # ... and one whose writer's process is gone, after 10 s (a write takes ms)
 _TMP = re.compile(r"^\..+\.(\d+)-[A-Za-z0-9_]+\.tmp$")  # ours: .<name>.<pid>-<random>.tmp
 _OLD_TMP = re.compile(r"^(\..+\.[A-Za-z0-9_]{8}\.tmp|.+\.json\.tmp)$")  # names earlier versions used
 
@@ -159,7 +159,7 @@ def set_aside(path: Path | str, folder: Path | str | None = None, *, tag: str = 
 
 def clean_stale_temps(folder: Path | str, *, now: float | None = None) -> int:
     """Remove the temporary files that writes in `folder` left behind when their process was
-    killed: ours whose process is gone (after a minute) and any of ours older than 15 minutes.
+    killed: ours whose process is gone (after 10 s) and any of ours older than 15 minutes.
     Returns how many were removed."""
     now = time.time() if now is None else now
     removed, freed = 0, 0

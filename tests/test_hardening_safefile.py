@@ -112,7 +112,7 @@ def test_leftover_temporary_files_are_cleaned_at_start(tmp_path):
     convs.mkdir()
     config.mkdir()
     gone = [
-        aged(convs / f".abc.json.{dead_pid()}-k2j3h4g5.tmp", 120),  # its writer was killed (kill -9)
+        aged(convs / f".abc.json.{dead_pid()}-k2j3h4g5.tmp", 30),  # its writer was killed (kill -9)
         aged(convs / ".abc.json.1-a1b2c3d4.tmp", 20 * 60),  # a live pid, but far too old for a write
         aged(convs / ".abc.json.q9w8e7r6.tmp", 20 * 60),  # the names earlier versions used
         aged(config / "settings.json.tmp", 20 * 60),

@@ -55,6 +55,7 @@ class PresetStore:
         self.path = Path(root if root is not None else data_dir()) / "presets.json"
         self._builtin = load_builtin(builtin_path)
         self._user: list[Preset] = []
+        self.notice: str | None = None  # for the user, when the file had to be set aside
         clean_stale_temps(self.path.parent)
         try:
             self._user = _parse(load_json(self.path, MAX_BYTES), builtin=False)
@@ -65,7 +66,8 @@ class PresetStore:
                 aside: Path | str = set_aside(self.path)
             except OSError as err:
                 aside = f"{self.path} (it could not be moved: {err})"
-            log.warning("Your presets file %s could not be read (%s); it was kept as %s", self.path, exc, aside)
+            self.notice = f"Your presets file could not be read ({exc}); it was kept as {aside}."
+            log.warning("%s", self.notice)
 
     def list(self) -> list[Preset]:
         return [*self._builtin, *self._user]

@@ -111,3 +111,16 @@ def test_two_bad_files_with_one_name_in_one_second_both_kept(tmp_path):
         ConversationStore(tmp_path)
     kept = sorted(p.read_text(encoding="utf-8") for p in (tmp_path / "set-aside").iterdir())
     assert kept == ["{one", "{two"]
+
+
+def test_a_nested_or_huge_presets_file_is_set_aside_with_a_notice(tmp_path):
+    from desktop.engine.presets import PresetStore
+
+    (tmp_path / "presets.json").write_text('{"presets": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    presets = PresetStore(tmp_path)
+    assert len(presets.list()) == 5 and "nested too deeply" in presets.notice
+    with open(tmp_path / "presets.json", "wb") as f:
+        f.truncate(100 << 20)
+    presets = PresetStore(tmp_path)
+    assert len(presets.list()) == 5 and "4 MB limit" in presets.notice
+    assert len(list(tmp_path.glob("presets.bad-*.json"))) == 2  # both kept, under their own names
