@@ -96,3 +96,18 @@ def test_save_then_load_after_a_fallback_has_no_warning(tmp_path):
     loaded, _warning = load_settings(path)
     save_settings(loaded, path)
     assert load_settings(path) == (Settings(top_k=9), None)
+
+
+@pytest.mark.parametrize("field", ["max_tokens", "temperature", "top_k", "top_p", "repetition_penalty", "seed"])
+def test_every_value_settings_accept_is_one_the_worker_accepts(field):
+    """The settings' ranges lie inside SamplingParams' (checked at its ends): a value that loads
+    can never make the worker refuse or raise later."""
+    ends = []
+    for m in Settings.model_fields[field].metadata:
+        for name in ("ge", "le", "gt"):
+            if getattr(m, name, None) is not None:
+                bound = getattr(m, name)
+                ends.append(bound if name != "gt" else (bound + 1e-9 if isinstance(bound, float) else bound + 1))
+    assert len(ends) == 2, ends
+    for value in ends:
+        Settings(**{field: value}).sampling()
