@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import reprlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +21,8 @@ log = logging.getLogger(__name__)
 APP = "omnidesk"
 MAX_BYTES = 1 << 20  # a settings file is a few KB; anything near this is not one
 MAX_TEXT = 4096  # characters in any text setting (paths, names, the window geometry)
+_BRIEF = reprlib.Repr()  # a bad value as the warning shows it: short, and safe on deep nesting
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlist, _BRIEF.maxdict = 2, 40, 40, 3, 3
 
 
 class Settings(BaseModel):
@@ -155,9 +158,10 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
     if not rejected:
         return settings, None
     aside = _set_aside(path, copy=True)
-    what = "; ".join(f"{name} = {shorten(repr(value))} ({why})" for name, (value, why) in rejected.items())
+    named = [f"{name} = {shorten(_BRIEF.repr(value))} ({why})" for name, (value, why) in rejected.items()]
+    what = "; ".join(named[:8]) + (f"; and {len(named) - 8} more (see the log)" if len(named) > 8 else "")
     kept = f" The original file was kept as {aside}." if aside else ""
-    log.warning("Invalid settings in %s reset to their defaults: %s", path, what)
+    log.warning("Invalid settings in %s reset to their defaults: %s", path, "; ".join(named))
     return settings, (f"Some settings were not valid and now use their defaults: {what}. "
                       f"Your other settings are kept.{kept}")
 

@@ -36,7 +36,8 @@ def test_one_bad_field_falls_back_alone_and_is_named(tmp_path):
     ("seed", 2**70), ("seed", "abc"), ("seed", -1), ("top_k", 1.5), ("temperature", "0.5"),
     ("temperature", float("nan")), ("max_tokens", True), ("workers", 2.0), ("top_p", None),
     ("repetition_penalty", [1.0]), ("device", {"cuda": 1}), ("model_source", "x\udfff"),
-    ("tts_voice", "v" * 100_000), ("model_source", "a\0b"),
+    ("tts_voice", "v" * 100_000), ("model_source", "a\0b"), ("device", [[[[[[[[[[[]]]]]]]]]]] * 3),
+    ("theme", json.loads("[" * 500 + "]" * 500)),
 ])
 def test_values_a_worker_would_choke_on_are_replaced_by_defaults(tmp_path, field, value):
     path = tmp_path / "settings.json"
@@ -48,6 +49,14 @@ def test_values_a_worker_would_choke_on_are_replaced_by_defaults(tmp_path, field
     assert warning and f"{field} = " in warning
     assert len(warning) < 600  # the bad value is shortened, not pasted whole
     loaded.sampling()  # the worker's parameters build without an error
+
+
+def test_a_file_full_of_bad_values_gives_a_short_warning(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({name: [name] * 50 for name in Settings.model_fields}), encoding="utf-8")
+    loaded, warning = load_settings(path)
+    assert loaded == Settings()
+    assert "more (see the log)" in warning and len(warning) < 1500
 
 
 def test_unknown_keys_are_ignored_and_logged(tmp_path, caplog):
