@@ -1,5 +1,6 @@
 """The engine's front door: stateless cache-routed chat and stateful sessions pinned to a worker,
-served by a pool of worker hosts as async event streams (asyncio only, no Qt)."""
+served by a pool of worker hosts as async event streams (asyncio only, no Qt). Everything a
+caller passes is checked here; a cancel ends its stream within a grace whatever the worker does."""
 
 from __future__ import annotations
 
@@ -8,32 +9,35 @@ import logging
 import time
 import uuid
 from collections import Counter
-from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
+from desktop.engine.health import check_request_id, check_system, no_service
 from desktop.engine.pool import Entry, Pool
 from desktop.engine.protocol import (
-    TERMINAL, AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Event, Generate,
-    PrefillDone, QueueDone, Queued, QueueUpdate, Stop, TokenStats,
+    AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued,
+    QueueUpdate, Stop, TokenStats,
 )
+from desktop.engine.replies import EventIntake
 from desktop.engine.sessions import SessionTable
 from desktop.engine.streams import Request, RequestStream
-from desktop.errors import InvalidRequest, OmnideskError, UnknownRequest, WorkerCrashed
-from desktop.model.messages import Message, history_hash, parse_messages, prefix_hashes
-from desktop.model.params import SamplingParams
-from desktop.workers.host import WorkerHost, WorkerState, WorkerStatus
+from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed
+from desktop.model.messages import Message, char_limit, history_hash, parse_messages, prefix_hashes
+from desktop.model.params import SamplingParams, as_params
+from desktop.workers.host import WorkerHost, WorkerState
 
 log = logging.getLogger(__name__)
 
 
-class Gateway:
+class Gateway(EventIntake):
     """Queue, route and stream requests over worker hosts. Call every method on the loop that ran
     `start()`; hosts may report from any thread (their events hop onto that loop).
 
-    Refusals at the door raise (QueueFullError, UnknownSession, InvalidRequest); once admitted,
-    a request ends with exactly one Done or ErrorEvent on its stream."""
+    Refusals at the door raise (QueueFullError, UnknownSession, InvalidRequest, ModelLoadError
+    when no worker can serve); once admitted, a request ends with exactly one Done or ErrorEvent
+    on its stream. `cancel_grace_s`: how long a running request's worker has to answer a cancel
+    before the gateway ends the stream itself."""
 
-    def __init__(self, hosts: Sequence[WorkerHost], *, queue_max: int = 64,
+    def __init__(self, hosts: Sequence[WorkerHost], *, queue_max: int = 64, cancel_grace_s: float = 0.5,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._hosts: dict[str, WorkerHost] = {host.worker_id: host for host in hosts}
         if not hosts or len(self._hosts) != len(hosts):
@@ -45,6 +49,7 @@ class Gateway:
         self._counts: Counter[str] = Counter()
         self._kinds: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._grace = cancel_grace_s
         self._changed = asyncio.Event()
         self._closed = False
 
@@ -81,10 +86,12 @@ class Gateway:
 
     # ------------------------------------------------------------------ requests
 
-    def chat(self, messages: Iterable[Any], params: SamplingParams = SamplingParams(), *,
+    def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
              request_id: str | None = None) -> RequestStream:
-        """A stateless turn over the whole conversation, routed to the worker that caches it."""
-        msgs = parse_messages(messages)
+        """A stateless turn over the whole conversation, routed to the worker that caches it.
+        `params`: SamplingParams, a dict of its fields, or None for the defaults."""
+        msgs = parse_messages(messages, self._max_chars())
+        params = as_params(params)
         rid = self._new_id(request_id)
         entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs),
                       hashes=tuple(prefix_hashes(msgs)))
@@ -92,6 +99,7 @@ class Gateway:
 
     async def create_session(self, system: str | None = None) -> str:
         """Open a session on one worker (for its whole life) and prefill the system prompt."""
+        system = check_system(system, self._max_chars())
         sid = f"s-{uuid.uuid4().hex[:12]}"
         rid = f"create-{sid}"
         hashes = tuple(prefix_hashes([Message("system", system)])) if system else ()
@@ -106,36 +114,39 @@ class Gateway:
                 self._requests[rid].end_after = True
             raise
         if isinstance(event, ErrorEvent):
-            cls = WorkerCrashed if event.code == WorkerCrashed.code else OmnideskError
+            cls = {WorkerCrashed.code: WorkerCrashed, ModelLoadError.code: ModelLoadError}.get(event.code, OmnideskError)
             raise cls(event.message, code=event.code, retryable=event.retryable)
         return sid
 
     def append_input(self, session_id: str, messages: Iterable[Any]) -> RequestStream:
         """Append messages to a session and prefill them (waits for the session's worker)."""
         worker_id = self._sessions.worker_of(session_id)
-        msgs = parse_messages(messages)
+        msgs = parse_messages(messages, self._max_chars())
         rid = self._new_id(None)
         entry = Entry(rid, AppendInput(rid, session_id, msgs), self._future(), pin=worker_id, session_id=session_id)
         return self._enqueue(entry)
 
-    def generate_stream(self, session_id: str, params: SamplingParams = SamplingParams()) -> RequestStream:
+    def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None) -> RequestStream:
         """Generate the session's reply from what was appended so far."""
         worker_id = self._sessions.worker_of(session_id)
         rid = self._new_id(None)
-        entry = Entry(rid, Generate(rid, session_id, params), self._future(), pin=worker_id, session_id=session_id)
+        entry = Entry(rid, Generate(rid, session_id, as_params(params)), self._future(), pin=worker_id, session_id=session_id)
         return self._enqueue(entry)
 
     async def cancel(self, request_id: str) -> None:
         """Queued: removed, ends with Done(finish_reason="cancelled"). Running: Stop goes to its
-        worker, whose terminal event ends the stream. Else UnknownRequest."""
-        req = self._requests.get(request_id)
-        if req is None or req.side:
+        worker, whose terminal event ends the stream; if it has not answered within the grace,
+        the gateway ends the stream itself (its capacity stays held until the worker answers or
+        is declared down). Else UnknownRequest."""
+        req = self._requests.get(check_request_id(request_id))
+        if req is None or req.side or req.detached:
             raise UnknownRequest(f"Request {request_id!r} is not queued or running (it may have finished already).")
         if self._pool.cancel(request_id) is not None:
             self._end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
         elif not req.stop_sent:
             req.stop_sent = True
             self._submit(req.entry.worker_id, Stop(request_id))  # type: ignore[arg-type]
+            self._loop.call_later(self._grace, self._end_unanswered, req)  # type: ignore[union-attr]
 
     async def end_session(self, session_id: str) -> None:
         """Close a session: its queued commands are cancelled, a running one is stopped, and its
@@ -174,11 +185,17 @@ class Gateway:
     def _new_id(self, request_id: str | None) -> str:
         if request_id is None:
             return uuid.uuid4().hex
-        if request_id in self._requests:
+        if check_request_id(request_id) in self._requests:
             raise InvalidRequest(f"Request id {request_id!r} is already in use by a running request.")
         return request_id
 
+    def _max_chars(self) -> int:
+        return char_limit(max((w.context_length for w in self._pool.workers.values()), default=0))
+
     def _enqueue(self, entry: Entry, messages: tuple[Message, ...] = ()) -> RequestStream:
+        unable = no_service(self._pool.workers.values())
+        if unable is not None:  # nothing would ever take it: say why now instead of queueing forever
+            raise unable
         req = Request(entry, messages=messages)
         self._requests[entry.request_id] = req
         try:
@@ -217,84 +234,3 @@ class Gateway:
             log.exception("Worker %s refused a command", worker_id)
             message = f"Worker {worker_id} could not take the request: {exc}"
             self._loop.call_soon(self._fail, cmd.request_id, "worker_crashed", message)  # type: ignore[union-attr]
-
-    # ------------------------------------------------------------------ internals: events
-
-    def _sink(self, worker_id: str, event: Event | WorkerStatus) -> None:
-        """Called by hosts from any thread: hop onto the gateway's loop."""
-        if self._loop is None or self._closed:
-            return
-        try:
-            self._loop.call_soon_threadsafe(self._on_event, worker_id, event)
-        except RuntimeError:  # the loop is closed: the app is exiting
-            pass
-
-    def _on_event(self, worker_id: str, event: Event | WorkerStatus) -> None:
-        if self._closed:
-            return
-        if isinstance(event, WorkerStatus):
-            self._on_status(event)
-            return
-        req = self._requests.get(event.request_id)
-        if req is None or req.entry.worker_id != worker_id:  # late (after a crash, cancel or Stop)
-            self._counts["dropped_events"] += 1
-            log.debug("Dropped %s from %s for a request not running there", type(event).__name__, worker_id)
-            return
-        if isinstance(event, PrefillDone):
-            self._pool.note_slot(event.request_id, event.slot)
-        if isinstance(event, TERMINAL):
-            self._end(req, event)
-        else:
-            req.events.put_nowait(event)
-
-    def _on_status(self, status: WorkerStatus) -> None:
-        mirror = self._pool.workers.get(status.worker_id)
-        if mirror is None:
-            log.warning("Status from unknown worker %s ignored", status.worker_id)
-            return
-        was_up = mirror.up
-        failed = self._pool.set_status(status)
-        if was_up and not mirror.up:
-            why = f"Worker {status.worker_id} stopped ({status.message or status.state.value})"
-            self._sessions.drop_worker(status.worker_id, why)
-            for entry in failed:
-                again = "the request can be retried" if entry.pin is None else "start a new session"
-                self._fail(entry.request_id, WorkerCrashed.code, f"{why}; {again}.",
-                           retryable=entry.pin is None, release=False)
-            for req in [r for r in self._requests.values() if r.side and r.entry.worker_id == status.worker_id]:
-                self._fail(req.entry.request_id, WorkerCrashed.code, f"{why}.", release=False)
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    def _fail(self, request_id: str, code: str, message: str, *, retryable: bool = True, release: bool = True) -> None:
-        req = self._requests.get(request_id)
-        if req is not None:
-            self._end(req, ErrorEvent(request_id, code, message, retryable), release=release)
-
-    def _end(self, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
-        """Deliver the one terminal event of a request and give back what it held."""
-        entry = req.entry
-        self._requests.pop(entry.request_id, None)
-        ok = isinstance(event, Done)
-        cancelled = isinstance(event, Done) and event.stats.finish_reason == "cancelled"
-        if release and not req.side:
-            hashes = None
-            if isinstance(event, Done) and req.messages and not event.slots:  # no snapshot: it holds the reply too
-                hashes = tuple(prefix_hashes(req.messages + (Message("assistant", event.text),)))
-            self._pool.release(entry.request_id, event.slots if isinstance(event, Done) else (), ok=ok, hashes=hashes)
-        if isinstance(event, Done):
-            event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms))
-            if isinstance(entry.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
-                self._kinds[event.stats.kind] += 1
-        if not req.side:  # EndSession is bookkeeping, not a request of the user's
-            self._counts["cancelled" if cancelled else "completed" if ok else "failed"] += 1
-        req.events.put_nowait(event)
-        if not entry.done.done():
-            entry.done.set_result(event)
-        if isinstance(entry.cmd, CreateSession) and ok and entry.worker_id is not None:
-            if req.end_after:
-                self._send_end(entry.worker_id, entry.cmd.session_id)
-            else:
-                self._sessions.open(entry.cmd.session_id, entry.worker_id)
-        elif isinstance(entry.cmd, EndSession) and entry.worker_id in self._pool.workers:
-            self._pool.forget_session(entry.worker_id, entry.cmd.session_id)

@@ -35,6 +35,10 @@ class WorkerMirror:
 
     worker_id: str
     state: WorkerState = WorkerState.LOADING
+    message: str = ""  # what the worker last said about its state (why it is down)
+    code: str = ""  # why it is down: model_load, worker_crashed, worker_hung
+    restarting: bool = False  # down, but its host is bringing it back
+    context_length: int = 0  # the model's context in tokens, once it was up
     capacity: int = 1
     slots: list[SlotInfo] = field(default_factory=lambda: [empty_slot(0)])
     used_at: dict[int, float] = field(default_factory=dict)  # slot → gateway clock at last use
@@ -45,6 +49,11 @@ class WorkerMirror:
     @property
     def up(self) -> bool:
         return self.state in UP_STATES
+
+    @property
+    def can_serve(self) -> bool:
+        """Up, loading, or down but coming back: requests may wait for it."""
+        return self.up or self.state is WorkerState.LOADING or self.restarting
 
     @property
     def free(self) -> int:

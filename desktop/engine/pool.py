@@ -13,7 +13,7 @@ from desktop.engine.eta import ServiceTimes, Waits
 from desktop.engine.mirror import Route, WorkerMirror
 from desktop.engine.protocol import Command, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
-from desktop.workers.host import WorkerStatus
+from desktop.workers.host import WorkerState, WorkerStatus
 
 
 @dataclass(eq=False, slots=True)
@@ -149,7 +149,9 @@ class Pool:
         what waits pinned to it, returned for the gateway to fail; coming up resets its mirror."""
         mirror = self.workers[status.worker_id]
         was_up = mirror.up
-        mirror.state = status.state
+        mirror.state, mirror.message, mirror.code = status.state, status.message, status.code
+        mirror.restarting = status.state is WorkerState.ERROR and status.restarting
+        mirror.context_length = status.context_length or mirror.context_length
         failed: list[Entry] = []
         if was_up and not mirror.up:
             failed = [self._running.pop(e.request_id) for e in self.running(status.worker_id)]
@@ -168,6 +170,12 @@ class Pool:
         self.workers[worker_id].forget_session(session_id)
         self._dispatch()
         self._publish_positions()
+
+    def drop_queued(self) -> list[Entry]:
+        """Take every queued entry out (no worker can ever serve them); returns them."""
+        out = list(self._queue.values())
+        self._queue.clear()
+        return out
 
     def drain(self) -> list[Entry]:
         """Forget everything queued and running (shutdown); returns those entries."""

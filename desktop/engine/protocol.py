@@ -71,7 +71,13 @@ class Shutdown:
     """Ask the worker loop to exit after failing what is still in flight."""
 
 
-Command = Chat | CreateSession | AppendInput | Generate | Stop | EndSession | Shutdown
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """The host gave up on what the worker was doing (it was declared hung): fail every request
+    and end every session, so that the worker comes back empty if it ever resumes."""
+
+
+Command = Chat | CreateSession | AppendInput | Generate | Stop | EndSession | Shutdown | Reset
 
 # ----------------------------------------------------------------------------- events
 
@@ -180,6 +186,17 @@ class QueueUpdate:
 class QueueDone:
     request_id: str
     waited_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A worker loop is alive: sent to its host at least every `Liveness.beat_s` while idle and
+    while it works. `work` counts units of progress (scheduler ticks and model layers run), so a
+    busy worker whose `work` stands still is not progressing. Never part of a request's stream."""
+
+    work: int
+    running: int
+    resets: int = 0  # Reset commands handled so far
 
 
 Event = PrefillDone | ChunkEvent | Done | ErrorEvent | Queued | QueueUpdate | QueueDone

@@ -24,6 +24,8 @@ class SessionTable:
 
     def worker_of(self, session_id: str) -> str:
         """The session's worker; UnknownSession (saying why) when it is not open."""
+        if not isinstance(session_id, str):
+            raise UnknownSession(f"A session id is a string from create_session (got {type(session_id).__name__}).")
         worker_id = self._open.get(session_id)
         if worker_id is None:
             message, code = self._gone.get(

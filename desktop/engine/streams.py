@@ -23,6 +23,8 @@ class Request:
     queued: bool = False  # it was told Queued, so it will be told QueueDone
     stop_sent: bool = False
     end_after: bool = False  # an abandoned create_session: end the session once it opens
+    detached: bool = False  # its stream was ended by the gateway (an unanswered cancel); capacity still held
+    chunks: list[str] = field(default_factory=list)  # text streamed so far (for a Done made by the gateway)
 
     @property
     def request_id(self) -> str:

@@ -1,18 +1,20 @@
 """Entry point of a spawned worker process: set the environment (CUDA_VISIBLE_DEVICES) before
-torch is imported, load the model, then run the same Worker loop as the thread host over a pipe.
-Imports nothing from Qt."""
+torch is imported, load the model, then run the same Worker loop as the thread host over a pipe,
+heartbeats included. A bug that escapes the loop is reported (ERROR, restarting) before the child
+exits, so the host restarts it. Imports nothing from Qt."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
 
-def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads: int | None) -> None:
+def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads: int | None, beat_s: float = 0.5) -> None:
     os.environ.update(env)  # before anything imports torch
     from desktop.engine.protocol import Shutdown
     from desktop.errors import OmnideskError
-    from desktop.workers.host import WorkerState, WorkerStatus
+    from desktop.workers.host import WorkerState, WorkerStatus, up_status
     from desktop.workers.runtime import load_worker
 
     send_lock = threading.Lock()
@@ -24,9 +26,9 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
         with send_lock:
             conn.send(msg)
 
-    def status(state: WorkerState, message: str = "", lm=None) -> None:
+    def status(state: WorkerState, message: str = "", code: str = "", restarting: bool = False) -> None:
         send(WorkerStatus(worker_id, state, message, spec.device, config.max_running, config.num_slots,
-                          lm.name if lm else "", bool(lm and lm.supports_images)))
+                          code=code, restarting=restarting))
 
     def deliver(cmd) -> None:
         with hold_lock:
@@ -36,24 +38,32 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
                 early.append(cmd)
 
     def read() -> None:  # commands arrive while the model is still loading too
-        try:
-            while True:
+        while True:
+            try:
                 cmd = conn.recv()
-                deliver(cmd)
-                if isinstance(cmd, Shutdown):
-                    return
-        except (EOFError, OSError):  # the parent is gone: stop
-            deliver(Shutdown())
+            except (EOFError, OSError):  # the parent is gone: stop
+                deliver(Shutdown())
+                return
+            except Exception:  # a message that cannot be read: drop it, keep the pipe
+                logging.getLogger(__name__).exception("Worker %s dropped an unreadable command", worker_id)
+                continue
+            deliver(cmd)
+            if isinstance(cmd, Shutdown):
+                return
 
     threading.Thread(target=read, name="pipe-reader", daemon=True).start()
     try:
         worker = load_worker(spec, config, send, status, threads)
     except OmnideskError as err:
-        status(WorkerState.ERROR, err.message)
+        status(WorkerState.ERROR, err.message, err.code)
         return
     with hold_lock:
         holder["worker"] = worker
         for cmd in early:
             worker.submit(cmd)
-    status(WorkerState.IDLE, lm=worker.lm)
-    worker.serve()
+    send(up_status(worker_id, spec.device, config, worker.lm))
+    try:
+        worker.serve(beat=send, beat_s=beat_s)
+    except Exception as exc:  # a bug of the loop itself: say so, then die and be restarted
+        status(WorkerState.ERROR, f"The worker failed ({type(exc).__name__}: {exc})", "worker_crashed", restarting=True)
+        raise

@@ -1,19 +1,27 @@
-"""Command intake of the worker loop: validate each command as it arrives, queue requests,
-and apply Stop / EndSession / Shutdown at once (between two scheduler steps)."""
+"""Command intake of the worker loop: validate each command as it arrives (sizes before any
+tokenizing), queue requests, and apply Stop / EndSession / Shutdown / Reset at once (between two
+scheduler steps). Nothing a command carries can raise out of here."""
 
 from __future__ import annotations
 
+import logging
 import queue
 from typing import TYPE_CHECKING
 
-from desktop.engine.protocol import AppendInput, Chat, Command, CreateSession, Done, EndSession, Shutdown, Stop
+from desktop.engine.protocol import (
+    AppendInput, Chat, Command, CreateSession, Done, EndSession, Generate, Reset, Shutdown, Stop,
+)
 from desktop.errors import InvalidRequest, OmnideskError, UnknownSession
-from desktop.model.messages import parse_messages
+from desktop.model.messages import char_limit, parse_messages
+from desktop.model.params import as_params
 from desktop.workers.sequence import Phase, Seq
 from desktop.workers.stats import finish_stats
 
 if TYPE_CHECKING:
     from desktop.workers.worker import Worker
+
+log = logging.getLogger(__name__)
+REQUESTS = (Chat, CreateSession, AppendInput, Generate)
 
 
 class CommandIntake:
@@ -34,22 +42,36 @@ class CommandIntake:
             self._end_session(cmd)
         elif isinstance(cmd, Shutdown):
             self._shutdown()
-        else:
-            seq = Seq(cmd.request_id, cmd, getattr(cmd, "params", None), t_arrival)
+        elif isinstance(cmd, Reset):
+            self._reset()
+        elif isinstance(cmd, REQUESTS) and isinstance(cmd.request_id, str):
+            seq = Seq(cmd.request_id, cmd, None, t_arrival)
             try:
                 self._validate(seq)
-            except OmnideskError as err:
-                self._error(seq.request_id, err)
+            except Exception as exc:
+                if not isinstance(exc, OmnideskError):
+                    log.warning("Request %s could not be read", seq.request_id, exc_info=True)
+                    exc = InvalidRequest(f"The request could not be read ({type(exc).__name__}: {exc}).")
+                if seq.session is not None:
+                    seq.session.busy = None
+                self._error(seq.request_id, exc)
                 return
             self.waiting.append(seq)
+        else:
+            log.error("Ignored a command the worker does not know: %r", type(cmd).__name__)
 
     def _validate(self: Worker, seq: Seq) -> None:
         cmd = seq.command
+        limit = char_limit(self.lm.context_length)
+        if isinstance(cmd, (Chat, Generate)):
+            seq.params = as_params(cmd.params)
         if isinstance(cmd, Chat):
-            seq.msgs = parse_messages(cmd.messages)
+            seq.msgs = parse_messages(cmd.messages, limit)
         elif isinstance(cmd, CreateSession):
             if cmd.session_id in self.sessions:
                 raise InvalidRequest(f"Session {cmd.session_id} already exists.")
+            if cmd.system is not None:
+                parse_messages([{"role": "system", "content": cmd.system}], limit)
         else:
             session = self.sessions.get(cmd.session_id)
             if session is None:
@@ -57,7 +79,7 @@ class CommandIntake:
             if session.busy is not None:
                 raise InvalidRequest("This session is still busy with another request; stop it first.")
             if isinstance(cmd, AppendInput):
-                seq.msgs = parse_messages(cmd.messages)
+                seq.msgs = parse_messages(cmd.messages, limit)
             session.busy = seq.request_id
             seq.session = session
 
@@ -86,7 +108,7 @@ class CommandIntake:
                     self.waiting.remove(seq)
                     self.emit(Done(seq.request_id, "", finish_stats(seq, "cancelled", self.clock())))
                 else:
-                    self._finish(seq, "cancelled")
+                    self._guard(seq, self._finish, seq, "cancelled")
         session.slot.clear()
         session.slot.session_id = None
         self.emit(Done(cmd.request_id, "", slots=self.table.infos()))
@@ -96,3 +118,15 @@ class CommandIntake:
         for seq in [*self.waiting, *self.prefilling, *self.decoding.values()]:
             self._fail(seq, err)
         self.closed = True
+
+    def _reset(self: Worker) -> None:
+        """The host declared this worker hung and has failed its requests: drop them, end every
+        session and empty every slot, so that it comes back empty if it resumes."""
+        err = OmnideskError("The worker stopped responding; the request was abandoned.", code="worker_hung", retryable=True)
+        for seq in [*self.waiting, *self.prefilling, *self.decoding.values()]:
+            self._fail(seq, err)
+        self.sessions.clear()
+        for slot in self.table.slots:
+            slot.clear()
+            slot.request_id = slot.session_id = None
+        self.resets += 1

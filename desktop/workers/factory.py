@@ -7,6 +7,7 @@ import os
 
 from desktop.model.loader import ModelSpec
 from desktop.workers.config import WorkerConfig
+from desktop.workers.heartbeat import Liveness
 from desktop.workers.host import WorkerHost
 from desktop.workers.process_host import ProcessHost
 from desktop.workers.thread_host import ThreadHost
@@ -22,15 +23,17 @@ def cuda_devices() -> int:
         return 0
 
 
-def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, cores: int | None = None) -> list[WorkerHost]:
+def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, cores: int | None = None, *,
+               liveness: Liveness = Liveness()) -> list[WorkerHost]:
+    """Every host watches its worker's heartbeats with `liveness`."""
     cores = cores or os.cpu_count() or 1
     if spec.device == "cuda":
         gpus = cuda_devices()
         if gpus:
-            return [ProcessHost(f"gpu{i}", spec, config, gpu=i, threads=1) for i in range(gpus)]
+            return [ProcessHost(f"gpu{i}", spec, config, gpu=i, threads=1, liveness=liveness) for i in range(gpus)]
     if spec.device.startswith("cuda:"):
-        return [ProcessHost(f"gpu{spec.device[5:]}", spec, config, gpu=int(spec.device[5:]), threads=1)]
+        return [ProcessHost(f"gpu{spec.device[5:]}", spec, config, gpu=int(spec.device[5:]), threads=1, liveness=liveness)]
     if cpu_workers <= 1:
-        return [ThreadHost("cpu0", spec, config, threads=cores)]
+        return [ThreadHost("cpu0", spec, config, threads=cores, liveness=liveness)]
     per = max(1, cores // cpu_workers)  # oversubscribed OpenMP threads are pathologically slow
-    return [ProcessHost(f"cpu{i}", spec, config, threads=per) for i in range(cpu_workers)]
+    return [ProcessHost(f"cpu{i}", spec, config, threads=per, liveness=liveness) for i in range(cpu_workers)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from typing import Any, Callable
 
 from desktop.engine.protocol import Command, Event
 
@@ -20,7 +20,9 @@ class WorkerState(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class WorkerStatus:
-    """Sent by a host when its state changes (loaded, crashed, restarted)."""
+    """Sent by a host when its state changes (loaded, crashed, hung, restarted). For ERROR, `code`
+    says why (model_load, worker_crashed, worker_hung) and `restarting` whether the host is bringing
+    the worker back by itself; an ERROR that is not restarting cannot serve until something changes."""
 
     worker_id: str
     state: WorkerState
@@ -30,6 +32,9 @@ class WorkerStatus:
     num_slots: int = 1
     model: str = ""  # the loaded model's display name (set once IDLE)
     supports_images: bool = False
+    context_length: int = 0  # the model's context window in tokens (set once IDLE)
+    code: str = ""
+    restarting: bool = False
 
 
 EventSink = Callable[[str, "Event | WorkerStatus"], None]
@@ -52,3 +57,9 @@ class WorkerHost(ABC):
     @abstractmethod
     def close(self, timeout: float = 5.0) -> None:
         """Stop the loop and free the model; in-flight requests end with an error event."""
+
+
+def up_status(worker_id: str, device: str, config: Any, lm: Any) -> WorkerStatus:
+    """The IDLE status of a worker that has just loaded `lm` (a LoadedModel)."""
+    return WorkerStatus(worker_id, WorkerState.IDLE, "", device, config.max_running, config.num_slots,
+                        lm.name, bool(lm.supports_images), lm.context_length)

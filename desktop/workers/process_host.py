@@ -1,18 +1,25 @@
 """Subprocess host: the Worker loop in a child started with an explicit `spawn` context, typed
 messages over a pipe. One per GPU; a crashed child fails its requests (via the gateway, which sees
-WorkerStatus ERROR at once) and is restarted with exponential backoff."""
+WorkerStatus ERROR at once) and is restarted with exponential backoff. A child whose heartbeats
+stop (hung, or stopped with SIGSTOP) is declared hung by a Watchdog, killed and restarted the same
+way. Commands go through a sender thread, so `submit` never blocks on a child that stopped reading."""
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
+import queue
 import threading
 from dataclasses import replace
 
-from desktop.engine.protocol import Command, Shutdown
+from desktop.engine.protocol import Command, Heartbeat, Shutdown
 from desktop.model.loader import ModelSpec
 from desktop.workers.child import child_main
 from desktop.workers.config import WorkerConfig
+from desktop.workers.heartbeat import Liveness, Watchdog
 from desktop.workers.host import EventSink, WorkerHost, WorkerState, WorkerStatus
+
+log = logging.getLogger(__name__)
 
 
 class ProcessHost(WorkerHost):
@@ -25,15 +32,18 @@ class ProcessHost(WorkerHost):
         gpu: int | None = None,
         threads: int | None = None,
         backoff: tuple[float, float] = (0.5, 30.0),
+        liveness: Liveness = Liveness(),
     ) -> None:
-        self.worker_id, self.config, self.threads = worker_id, config, threads
+        self.worker_id, self.config, self.threads, self.liveness = worker_id, config, threads, liveness
         self.env = {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else {}
         self.spec = replace(spec, device="cuda:0") if gpu is not None else spec
         self.backoff_min, self.backoff_max = backoff
         self._backoff = self.backoff_min
         self._lock = threading.Lock()
         self._closing = False
-        self._conn = None
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()  # the current child's commands
+        self._hung: str | None = None  # why the watchdog killed the current child
+        self._watchdog = Watchdog(liveness, self._on_hung, f"watchdog-{worker_id}")
         self.process = None
         self.restarts = 0
 
@@ -46,15 +56,27 @@ class ProcessHost(WorkerHost):
         parent, child = ctx.Pipe()
         proc = ctx.Process(
             target=child_main,
-            args=(child, self.worker_id, self.spec, self.config, self.env, self.threads),
+            args=(child, self.worker_id, self.spec, self.config, self.env, self.threads, self.liveness.beat_s),
             name=f"omnidesk-worker-{self.worker_id}",
             daemon=True,
         )
         proc.start()
         child.close()
         with self._lock:
-            self._conn, self.process = parent, proc
+            self.process, self._hung, outbox = proc, None, self._outbox
+        threading.Thread(target=self._send, args=(parent, outbox), name=f"host-send-{self.worker_id}", daemon=True).start()
         threading.Thread(target=self._read, args=(parent, proc), name=f"host-{self.worker_id}", daemon=True).start()
+
+    def _send(self, conn, outbox: queue.SimpleQueue) -> None:
+        """Feed one child its commands; ends when the child is gone (its outbox is then replaced)."""
+        while True:
+            cmd = outbox.get()
+            if cmd is None:
+                return
+            try:
+                conn.send(cmd)
+            except (OSError, EOFError, ValueError):
+                return  # the child is gone; its reader reports it and the gateway fails its requests
 
     def _read(self, conn, proc) -> None:
         """Forward the child's messages; on EOF the child has died: report, then restart."""
@@ -62,44 +84,66 @@ class ProcessHost(WorkerHost):
         try:
             while True:
                 msg = conn.recv()
+                if isinstance(msg, Heartbeat):
+                    self._watchdog.beat(msg)
+                    continue
                 if isinstance(msg, WorkerStatus):
-                    load_failed = msg.state is WorkerState.ERROR
+                    load_failed = msg.state is WorkerState.ERROR and not msg.restarting
                     if msg.state is WorkerState.IDLE:
                         self._backoff = self.backoff_min
+                        self._watchdog.arm()
+                    elif msg.state is WorkerState.ERROR:
+                        self._watchdog.disarm()
                 self._sink(self.worker_id, msg)
         except (EOFError, OSError):
             pass
+        self._watchdog.disarm()
         proc.join(timeout=2.0)
+        with self._lock:
+            self._outbox.put(None)  # stop the sender; commands from now on wait for the next child
+            self._outbox = queue.SimpleQueue()
         if self._closing or load_failed:  # a model that cannot load will not load on retry either
             return
         delay = self._backoff
         self._backoff = min(self._backoff * 2, self.backoff_max)
-        self._sink(self.worker_id, self._status(WorkerState.ERROR, f"The worker process stopped unexpectedly (exit code {proc.exitcode}); restarting in {delay:.1f} s."))
+        why = self._hung or f"The worker process stopped unexpectedly (exit code {proc.exitcode})"
+        self._sink(self.worker_id, self._status(WorkerState.ERROR, f"{why}; restarting in {delay:.1f} s.",
+                                                "worker_hung" if self._hung else "worker_crashed"))
         timer = threading.Timer(delay, self._restart)
         timer.daemon = True
         timer.start()
+
+    def _on_hung(self, silent_s: float) -> None:
+        """The watchdog gave up on the child: fail its requests now, then kill it (the reader then
+        sees EOF and restarts it). SIGKILL also ends a stopped process."""
+        with self._lock:
+            proc = self.process
+            if proc is None or self._closing:
+                return
+            self._hung = f"It stopped responding (no progress for {silent_s:.1f} s)"
+        self._sink(self.worker_id, self._status(WorkerState.ERROR, f"{self._hung}; restarting.", "worker_hung"))
+        proc.kill()
 
     def _restart(self) -> None:
         if not self._closing:
             self.restarts += 1
             self._spawn()
 
-    def _status(self, state: WorkerState, message: str) -> WorkerStatus:
-        return WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running, self.config.num_slots)
+    def _status(self, state: WorkerState, message: str, code: str = "") -> WorkerStatus:
+        return WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running,
+                            self.config.num_slots, code=code, restarting=state is WorkerState.ERROR)
 
     def submit(self, cmd: Command) -> None:
         with self._lock:
-            try:
-                self._conn.send(cmd)
-            except (OSError, EOFError, ValueError):
-                pass  # the child is gone; its reader reports the crash and the gateway fails the request
+            self._outbox.put(cmd)
 
     def close(self, timeout: float = 5.0) -> None:
         self._closing = True
+        self._watchdog.close()
         self.submit(Shutdown())
         proc = self.process
         if proc is not None:
-            proc.join(timeout)
+            proc.join(timeout if self._hung is None else 0.0)
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout)

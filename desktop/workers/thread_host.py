@@ -1,47 +1,114 @@
 """Thread host: runs a Worker loop on a Python thread of this process (in-process queues).
-The right choice for CPU and for tests; the gateway sees the same WorkerHost interface."""
+The right choice for CPU and for tests; the gateway sees the same WorkerHost interface.
+
+Liveness: the loop's heartbeats feed a Watchdog. A thread cannot be killed, so a hung worker is
+reported ERROR (not restarting: it gets no work) and sent a Reset; if its heartbeats resume and
+the Reset has been applied, it is reported IDLE again, empty. A bug that escapes the loop is
+reported ERROR and a fresh Worker is built on the same loaded model after a backoff."""
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 
-from desktop.engine.protocol import Command, Shutdown
+from desktop.engine.protocol import Command, Event, Heartbeat, Reset, Shutdown
 from desktop.errors import OmnideskError
-from desktop.model.loader import ModelSpec
+from desktop.model.loader import LoadedModel, ModelSpec
 from desktop.workers.config import WorkerConfig
-from desktop.workers.host import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.workers.heartbeat import Liveness, Watchdog
+from desktop.workers.host import EventSink, WorkerHost, WorkerState, WorkerStatus, up_status
 from desktop.workers.runtime import load_worker
+
+log = logging.getLogger(__name__)
 
 
 class ThreadHost(WorkerHost):
-    def __init__(self, worker_id: str, spec: ModelSpec, config: WorkerConfig = WorkerConfig(), threads: int | None = None):
+    def __init__(self, worker_id: str, spec: ModelSpec, config: WorkerConfig = WorkerConfig(), threads: int | None = None,
+                 *, liveness: Liveness = Liveness(), backoff: tuple[float, float] = (0.5, 30.0)):
         self.worker_id, self.spec, self.config, self.threads = worker_id, spec, config, threads
+        self.liveness, (self.backoff_min, self.backoff_max) = liveness, backoff
         self.worker = None
+        self.restarts = 0
         self._early: list[Command] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._closing = False
+        self._hung_until: int | None = None  # while hung: the Reset count that proves it came back
+        self._watchdog = Watchdog(liveness, self._on_hung, f"watchdog-{worker_id}")
 
     def start(self, sink: EventSink) -> None:
-        self._thread = threading.Thread(target=self._run, args=(sink,), name=f"worker-{self.worker_id}", daemon=True)
+        self._sink = sink
+        self._thread = threading.Thread(target=self._run, name=f"worker-{self.worker_id}", daemon=True)
         self._thread.start()
 
-    def _run(self, sink: EventSink) -> None:
-        def status(state: WorkerState, message: str = "", lm=None) -> None:
-            sink(self.worker_id, WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running,
-                                              self.config.num_slots, lm.name if lm else "", bool(lm and lm.supports_images)))
+    def _report(self, state: WorkerState, message: str = "", code: str = "", restarting: bool = False) -> None:
+        self._sink(self.worker_id, WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running,
+                                                self.config.num_slots, code=code, restarting=restarting))
 
+    def _emit(self, event: Event) -> None:
+        self._sink(self.worker_id, event)
+
+    def _run(self) -> None:
         try:
-            worker = load_worker(self.spec, self.config, lambda e: sink(self.worker_id, e), status, self.threads)
+            worker = load_worker(self.spec, self.config, self._emit, self._report, self.threads)
         except OmnideskError as err:
-            status(WorkerState.ERROR, err.message)
+            self._report(WorkerState.ERROR, err.message, err.code)
             return
+        lm: LoadedModel = worker.lm
+        delay = self.backoff_min
+        while True:
+            with self._lock:
+                self.worker = worker
+                for cmd in self._early:
+                    worker.submit(cmd)
+                self._early.clear()
+            self._sink(self.worker_id, up_status(self.worker_id, self.spec.device, self.config, lm))
+            self._watchdog.arm()
+            started = time.monotonic()
+            try:
+                worker.serve(beat=self._beat, beat_s=self.liveness.beat_s)
+                return  # Shutdown
+            except Exception as exc:  # a bug of the loop itself, not of one request
+                log.exception("Worker %s: the loop failed", self.worker_id)
+                self._watchdog.disarm()
+                if time.monotonic() - started > 60.0:
+                    delay = self.backoff_min
+                self._report(WorkerState.ERROR, f"The worker failed ({type(exc).__name__}: {exc}); restarting in {delay:.1f} s.",
+                             "worker_crashed", restarting=True)
+            time.sleep(delay)
+            delay = min(delay * 2, self.backoff_max)
+            if self._closing:
+                return
+            self.restarts += 1
+            from desktop.workers.worker import Worker
+
+            worker = Worker(lm, self.config, emit=self._emit)
+
+    def _beat(self, beat: Heartbeat) -> None:
+        """On the worker's thread. While hung, wait until the Reset is applied, then come back."""
         with self._lock:
-            self.worker = worker
-            for cmd in self._early:
-                worker.submit(cmd)
-            self._early.clear()
-        status(WorkerState.IDLE, lm=worker.lm)
-        worker.serve()
+            if self._hung_until is not None:
+                if beat.resets < self._hung_until or beat.running or self._closing:
+                    return
+                self._hung_until = None
+                back = self.worker
+            else:
+                back = None
+        if back is not None:
+            log.warning("Worker %s responds again; it is back, empty", self.worker_id)
+            self._sink(self.worker_id, up_status(self.worker_id, self.spec.device, self.config, back.lm))
+            self._watchdog.arm()
+        self._watchdog.beat(beat)
+
+    def _on_hung(self, silent_s: float) -> None:
+        with self._lock:
+            worker = self.worker
+            if worker is None or self._closing:
+                return
+            self._hung_until = worker.resets + 1
+            worker.submit(Reset())
+        self._report(WorkerState.ERROR, f"it stopped responding (no progress for {silent_s:.1f} s)", "worker_hung")
 
     def submit(self, cmd: Command) -> None:
         with self._lock:
@@ -51,6 +118,8 @@ class ThreadHost(WorkerHost):
                 self.worker.submit(cmd)
 
     def close(self, timeout: float = 5.0) -> None:
+        self._closing = True
+        self._watchdog.close()
         self.submit(Shutdown())
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(timeout if self._hung_until is None else min(timeout, 0.5))

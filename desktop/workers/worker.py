@@ -2,10 +2,13 @@
 
 Each tick: take commands → admit waiting requests (slot matching) → prefill under a token budget
 (chunked) → one batched decode step for every running sequence. Hosts (thread, subprocess) only
-move commands in and events out; this code is the same in both."""
+move commands in and events out; this code is the same in both. An exception while serving one
+request ends that request with an error event; one that escapes a tick is a bug of the loop
+itself and reaches the host, which reports the worker down and brings it back."""
 
 from __future__ import annotations
 
+import logging
 import queue
 import time
 from collections import deque
@@ -19,6 +22,7 @@ from desktop.engine.protocol import (
     Done,
     ErrorEvent,
     Event,
+    Heartbeat,
     PrefillDone,
 )
 from desktop.errors import OmnideskError
@@ -27,6 +31,7 @@ from desktop.model.detok import StreamDecoder
 from desktop.model.loader import LoadedModel
 from desktop.model.sampling import Sampler, sample_batch
 from desktop.workers.config import WorkerConfig
+from desktop.workers.heartbeat import Pulse
 from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Phase, Seq, Session
 from desktop.workers.admission import Admission
@@ -34,6 +39,8 @@ from desktop.workers.commands import CommandIntake
 from desktop.workers.slots import SlotTable
 from desktop.workers.spc import SystemPromptCache
 from desktop.workers.stats import WorkerCounters, finish_stats
+
+log = logging.getLogger(__name__)
 
 
 class Worker(CommandIntake):
@@ -61,6 +68,7 @@ class Worker(CommandIntake):
         self.counters = WorkerCounters()
         self.admission = Admission(self)
         self.closed = False
+        self.resets = 0  # Reset commands handled (the host gave up on what ran here)
 
     # ------------------------------------------------------------------ driving
 
@@ -90,73 +98,101 @@ class Worker(CommandIntake):
         if on_step:
             on_step()
 
-    def serve(self, idle_wait: float = 0.05) -> None:
-        """Run until Shutdown: block on the inbox while idle, tick while busy."""
-        while not self.closed:
-            if not (self.waiting or self.prefilling or self.decoding):
-                try:
-                    item = self.inbox.get(timeout=idle_wait)
-                except queue.Empty:
-                    continue
-                self._handle(*item)
-            self.step()
+    def serve(self, idle_wait: float = 0.05, beat: Callable[[Heartbeat], None] | None = None,
+              beat_s: float = 0.5) -> None:
+        """Run until Shutdown: block on the inbox while idle, tick while busy. With `beat`, send a
+        Heartbeat at least every `beat_s`, idle or busy (see heartbeat.Pulse). An exception that
+        escapes here is a bug of the loop: the host reports the worker down."""
+        pulse = Pulse(beat, beat_s) if beat is not None else None
+        if pulse is not None:
+            pulse.attach(self.model)
+        try:
+            while not self.closed:
+                if not (self.waiting or self.prefilling or self.decoding):
+                    if pulse is not None:
+                        pulse.idle(self.resets)
+                    try:
+                        item = self.inbox.get(timeout=idle_wait)
+                    except queue.Empty:
+                        continue
+                    self._handle(*item)
+                self.step()
+                if pulse is not None:
+                    pulse.tick(self.running + len(self.waiting), self.resets)
+        finally:
+            if pulse is not None:
+                pulse.detach()
 
     # ------------------------------------------------------------------ scheduling
 
     def _admit(self) -> None:
         while self.waiting and self.running < self.cfg.max_running:
             seq = self.waiting.popleft()
-            try:
-                self.admission.start(seq)
-            except OmnideskError as err:
-                self._fail(seq, err)
-                continue
-            if len(seq.kv_ids) >= len(seq.target) and not seq.generate:
-                self._prefill_done(seq)
-                self._finish(seq, "prefilled")
-            else:
-                self.prefilling.append(seq)
+            self._guard(seq, self._admit_one, seq)
+
+    def _admit_one(self, seq: Seq) -> None:
+        self.admission.start(seq)
+        if len(seq.kv_ids) >= len(seq.target) and not seq.generate:
+            self._prefill_done(seq)
+            self._finish(seq, "prefilled")
+        else:
+            self.prefilling.append(seq)
+
+    def _guard(self, seq: Seq, step: Callable[..., object], *args: object) -> bool:
+        """Run one request's part of a tick. Whatever it raises (a bad value that slipped past
+        validation, a tokenizer or model error) ends that request alone with an error event."""
+        try:
+            step(*args)
+            return True
+        except Exception as exc:
+            self._contain(seq, exc)
+            return False
+
+    def _contain(self, seq: Seq, exc: Exception) -> None:
+        if not isinstance(exc, OmnideskError):
+            log.warning("Request %s failed in the worker", seq.request_id, exc_info=True)
+        self._fail(seq, _as_error(exc))
 
     def _prefill_tick(self) -> None:
         budget = self.cfg.prefill_budget
         for seq in list(self.prefilling):
             if seq.stop_requested:
-                self._finish(seq, "cancelled")
+                self._guard(seq, self._finish, seq, "cancelled")
                 continue
             if budget <= 0:
                 break
-            start = len(seq.kv_ids)
-            n = min(budget, self.cfg.prefill_chunk, len(seq.target) - start)
-            chunk = seq.target[start : start + n]
-            try:
-                out = self.model(
-                    input_ids=kv.as_batch(chunk, self.device),
-                    past_key_values=seq.cache,
-                    use_cache=True,
-                    logits_to_keep=1,
-                )
-            except Exception as exc:  # OOM or a model bug: fail this request, keep the loop alive
-                self._fail(seq, _as_error(exc))
-                continue
-            seq.kv_ids += chunk
-            budget -= n
-            if len(seq.kv_ids) == len(seq.target):
-                self._prefill_done(seq)
-                if not seq.generate:
-                    self._finish(seq, "prefilled")
-                    continue
-                seq.sampler = Sampler(seq.params, str(self.device))
-                seq.decoder = StreamDecoder(self.template.tokenizer, seq.params.stop)
-                token = seq.sampler(out.logits[0, -1].float(), seq.target)
-                seq.t_first = self.clock()
-                reason = self._accept(seq, token)
-                if reason:
-                    self._finish(seq, reason)
-                else:
-                    self.prefilling.remove(seq)
-                    self.batch.add(seq.request_id, seq.cache)
-                    seq.cache, seq.phase = None, Phase.DECODE
-                    self.decoding[seq.request_id] = seq
+            n = min(budget, self.cfg.prefill_chunk, len(seq.target) - len(seq.kv_ids))
+            if self._guard(seq, self._prefill_chunk, seq, n):
+                budget -= n
+
+    def _prefill_chunk(self, seq: Seq, n: int) -> None:
+        """Prefill the next `n` ids of one sequence; once all are in, sample its first token."""
+        start = len(seq.kv_ids)
+        chunk = seq.target[start : start + n]
+        out = self.model(
+            input_ids=kv.as_batch(chunk, self.device),
+            past_key_values=seq.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        seq.kv_ids += chunk
+        if len(seq.kv_ids) == len(seq.target):
+            self._prefill_done(seq)
+            if not seq.generate:
+                self._finish(seq, "prefilled")
+                return
+            seq.sampler = Sampler(seq.params, str(self.device))
+            seq.decoder = StreamDecoder(self.template.tokenizer, seq.params.stop)
+            token = seq.sampler(out.logits[0, -1].float(), seq.target)
+            seq.t_first = self.clock()
+            reason = self._accept(seq, token)
+            if reason:
+                self._finish(seq, reason)
+            else:
+                self.prefilling.remove(seq)
+                self.batch.add(seq.request_id, seq.cache)
+                seq.cache, seq.phase = None, Phase.DECODE
+                self.decoding[seq.request_id] = seq
 
     def _prefill_done(self, seq: Seq) -> None:
         seq.prefill_ms = 1000.0 * (self.clock() - seq.t_prefill_start)
@@ -164,7 +200,7 @@ class Worker(CommandIntake):
 
     def _decode_tick(self) -> None:
         for seq in [s for s in self.decoding.values() if s.stop_requested]:
-            self._finish(seq, "stopped")
+            self._guard(seq, self._finish, seq, "stopped")
         if not self.decoding:
             return
         seqs = [self.decoding[k] for k in self.batch.keys]
@@ -179,12 +215,30 @@ class Worker(CommandIntake):
             return
         for seq, token in zip(seqs, fed):
             seq.kv_ids.append(token)
+        for seq, token in zip(seqs, self._sample(seqs, out.logits[:, -1].float())):
+            if token is not None:
+                self._guard(seq, self._take, seq, token)
+
+    def _sample(self, seqs: list[Seq], logits: torch.Tensor) -> list[int | None]:
+        """One token per row; if the batch fails, each row alone, so only a failing row's
+        request ends (None in its place)."""
         histories = [s.target + s.generated if s.sampler.needs_history else () for s in seqs]
-        tokens = sample_batch([s.sampler for s in seqs], out.logits[:, -1].float(), histories)
-        for seq, token in zip(seqs, tokens):
-            reason = self._accept(seq, token)
-            if reason:
-                self._finish(seq, reason)
+        try:
+            return sample_batch([s.sampler for s in seqs], logits, histories)
+        except Exception:
+            out: list[int | None] = []
+            for i, seq in enumerate(seqs):
+                try:
+                    out.append(seq.sampler(logits[i], histories[i]))
+                except Exception as exc:
+                    self._contain(seq, exc)
+                    out.append(None)
+            return out
+
+    def _take(self, seq: Seq, token: int) -> None:
+        reason = self._accept(seq, token)
+        if reason:
+            self._finish(seq, reason)
 
     def _accept(self, seq: Seq, token: int) -> str | None:
         """Take a sampled token: stream its text; return a finish reason when the sequence ends."""
@@ -258,9 +312,11 @@ class Worker(CommandIntake):
 
 
 def _as_error(exc: Exception) -> OmnideskError:
+    """The error event for an exception raised while serving one request. Not retryable unless it
+    is memory: the same request would most likely fail the same way again."""
     if isinstance(exc, OmnideskError):
         return exc
     if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
         return OmnideskError("Out of memory while running the model; try a shorter conversation, fewer slots or bfloat16.", code="out_of_memory", retryable=True)
-    return OmnideskError(f"The model failed: {type(exc).__name__}: {exc}", code="internal")
+    return OmnideskError(f"The request failed inside the worker ({type(exc).__name__}: {exc}).", code="internal")
 

@@ -49,6 +49,7 @@ class FakeHost(WorkerHost):
     reply: str = "Hi!"
     ready: bool = True
     send_slots: bool = True
+    context_length: int = 0
     commands: list[Command] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     active: dict[str, Run] = field(default_factory=dict)
@@ -138,12 +139,13 @@ class FakeHost(WorkerHost):
                 self.slots[run.slot].session_id = None
             self._emit(ErrorEvent(request_id, code, message))
 
-    def crash(self, message: str = "segfault") -> None:
-        """The worker dies: its KV and running requests are gone, no events for them."""
+    def crash(self, message: str = "segfault", restarting: bool = True) -> None:
+        """The worker dies: its KV and running requests are gone, no events for them. Like a
+        subprocess host, it says it is restarting (call recover()) unless told otherwise."""
         with self._lock:
             self.active.clear()
             self.slots = [FakeSlot(i) for i in range(self.num_slots)]
-            self._status(WorkerState.ERROR, message)
+            self._status(WorkerState.ERROR, message, restarting=restarting)
 
     def recover(self) -> None:
         """A (re)started worker: empty, loading, then idle."""
@@ -194,7 +196,8 @@ class FakeHost(WorkerHost):
         if self.sink is not None:
             self.sink(self.worker_id, event)  # type: ignore[arg-type]
 
-    def _status(self, state: WorkerState, message: str = "") -> None:
+    def _status(self, state: WorkerState, message: str = "", restarting: bool = False) -> None:
         if self.sink is not None:
             self.sink(self.worker_id, WorkerStatus(self.worker_id, state, message, capacity=self.capacity,
-                                                   num_slots=self.num_slots))
+                                                   num_slots=self.num_slots, context_length=self.context_length,
+                                                   restarting=restarting))

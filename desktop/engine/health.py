@@ -1,0 +1,44 @@
+"""The gateway's view of liveness: whether any worker can serve at all (and the error to give at
+once when none can: every model failed to load, or the only worker hung), and the door checks of
+ids and system prompts that keep raw TypeErrors out of the gateway's API."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from desktop.engine.mirror import WorkerMirror
+from desktop.errors import ContextOverflow, InvalidRequest, ModelLoadError, OmnideskError, WorkerCrashed
+from desktop.model.messages import first_unencodable, limit_words
+
+
+def no_service(workers: Iterable[WorkerMirror]) -> OmnideskError | None:
+    """None while some worker is up, loading or coming back; else why nothing can serve."""
+    workers = list(workers)
+    if any(w.can_serve for w in workers):
+        return None
+    if all(w.code == ModelLoadError.code for w in workers):
+        reasons = list(dict.fromkeys(w.message for w in workers if w.message))
+        return ModelLoadError(" ".join(reasons) or "The model could not be loaded.")
+    parts = [f"worker {w.worker_id} stopped" + (f" ({w.message.rstrip('.')})" if w.message else "") for w in workers]
+    return OmnideskError(f"No worker can serve now: {'; '.join(parts)}.", code=WorkerCrashed.code, retryable=True)
+
+
+def check_request_id(value: Any) -> str:
+    """A caller-chosen request id must be a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"A request id must be a non-empty string (got {type(value).__name__}).")
+    return value
+
+
+def check_system(system: Any, max_chars: int) -> str | None:
+    """A session's system prompt: None, or text that passes the same checks as a message."""
+    if system is None:
+        return None
+    if not isinstance(system, str):
+        raise InvalidRequest(f"The system prompt must be text (got {type(system).__name__}).")
+    if len(system) > max_chars:
+        raise ContextOverflow(f"The system prompt is {len(system):,} characters long; the limit is {limit_words(max_chars)}.")
+    bad = first_unencodable(system)
+    if bad is not None:
+        raise InvalidRequest(f"The system prompt contains {bad}, which is not valid text; remove it.")
+    return system

@@ -1,0 +1,135 @@
+"""Events coming back from the worker hosts, as the gateway handles them on its loop: a request's
+stream events and its one terminal event, worker statuses (down: fail what ran there; nothing can
+serve: fail what waits), and cancels a stuck worker never answers (ended here after a grace)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from desktop.engine.health import no_service
+from desktop.engine.protocol import (
+    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
+    TokenStats,
+)
+from desktop.engine.streams import Request
+from desktop.errors import WorkerCrashed
+from desktop.model.messages import Message, prefix_hashes
+from desktop.workers.host import WorkerStatus
+
+if TYPE_CHECKING:
+    from desktop.engine.gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+
+class EventIntake:
+    """Mixed into Gateway; every method but `_sink` runs on the gateway's loop."""
+
+    def _sink(self: Gateway, worker_id: str, event: Event | WorkerStatus) -> None:
+        """Called by hosts from any thread: hop onto the gateway's loop."""
+        if self._loop is None or self._closed:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._on_event, worker_id, event)
+        except RuntimeError:  # the loop is closed: the app is exiting
+            pass
+
+    def _on_event(self: Gateway, worker_id: str, event: Event | WorkerStatus) -> None:
+        if self._closed:
+            return
+        if isinstance(event, WorkerStatus):
+            self._on_status(event)
+            return
+        req = self._requests.get(getattr(event, "request_id", None))  # type: ignore[arg-type]
+        if req is None or req.entry.worker_id != worker_id or req.detached:  # late (after a crash, cancel or Stop)
+            self._counts["dropped_events"] += 1
+            log.debug("Dropped %s from %s for a request not running there", type(event).__name__, worker_id)
+            if req is not None and req.detached and isinstance(event, TERMINAL):
+                self._end(req, event)  # the worker answered the cancel at last: free its capacity
+            return
+        if isinstance(event, ChunkEvent):
+            req.chunks.append(event.text_delta)
+        elif isinstance(event, PrefillDone):
+            self._pool.note_slot(event.request_id, event.slot)
+        if isinstance(event, TERMINAL):
+            self._end(req, event)
+        else:
+            req.events.put_nowait(event)
+
+    def _on_status(self: Gateway, status: WorkerStatus) -> None:
+        mirror = self._pool.workers.get(status.worker_id)
+        if mirror is None:
+            log.warning("Status from unknown worker %s ignored", status.worker_id)
+            return
+        was_up = mirror.up
+        failed = self._pool.set_status(status)
+        if was_up and not mirror.up:
+            why = f"Worker {status.worker_id} stopped ({status.message or status.state.value})"
+            self._sessions.drop_worker(status.worker_id, why)
+            for entry in failed:
+                again = "the request can be retried" if entry.pin is None else "start a new session"
+                self._fail(entry.request_id, WorkerCrashed.code, f"{why}; {again}.",
+                           retryable=entry.pin is None, release=False)
+            for req in [r for r in self._requests.values() if r.side and r.entry.worker_id == status.worker_id]:
+                self._fail(req.entry.request_id, WorkerCrashed.code, f"{why}.", release=False)
+        unable = no_service(self._pool.workers.values())
+        if unable is not None:  # what waits in the queue would wait forever
+            for entry in self._pool.drop_queued():
+                self._fail(entry.request_id, unable.code, unable.message, retryable=unable.retryable, release=False)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _fail(self: Gateway, request_id: str, code: str, message: str, *, retryable: bool = True, release: bool = True) -> None:
+        req = self._requests.get(request_id)
+        if req is not None:
+            self._end(req, ErrorEvent(request_id, code, message, retryable), release=release)
+
+    def _end_unanswered(self: Gateway, req: Request) -> None:
+        """A cancel its worker has not answered within the grace (stuck or slow): end the stream
+        now. The request stays registered, detached, so that the worker's own terminal event (or
+        its going down) gives its capacity back; its other late events are dropped."""
+        if self._closed or self._requests.get(req.request_id) is not req or isinstance(req.entry.cmd, CreateSession):
+            return
+        log.warning("Worker %s did not answer a cancel of %s within %.1f s; ended it here",
+                    req.entry.worker_id, req.request_id, self._grace)
+        done = Done(req.request_id, "".join(req.chunks), TokenStats(finish_reason="cancelled", queue_ms=req.entry.waited_ms))
+        req.detached = True
+        self._counts["cancelled"] += 1
+        req.events.put_nowait(done)
+        if not req.entry.done.done():
+            req.entry.done.set_result(done)
+
+    def _end(self: Gateway, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
+        """Deliver the one terminal event of a request and give back what it held."""
+        entry = req.entry
+        self._requests.pop(entry.request_id, None)
+        ok = isinstance(event, Done)
+        if req.detached:  # its client already had its terminal event
+            if release:
+                self._pool.release(entry.request_id, event.slots if isinstance(event, Done) else (), ok=ok)
+            return
+        cancelled = isinstance(event, Done) and event.stats.finish_reason == "cancelled"
+        if release and not req.side:
+            hashes = None
+            if isinstance(event, Done) and req.messages and not event.slots:  # no snapshot: it holds the reply too
+                hashes = tuple(prefix_hashes(req.messages + (Message("assistant", event.text),)))
+            self._pool.release(entry.request_id, event.slots if isinstance(event, Done) else (), ok=ok, hashes=hashes)
+        if isinstance(event, Done):
+            event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms))
+            if isinstance(entry.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
+                self._kinds[event.stats.kind] += 1
+        if not req.side:  # EndSession is bookkeeping, not a request of the user's
+            self._counts["cancelled" if cancelled else "completed" if ok else "failed"] += 1
+        req.events.put_nowait(event)
+        if not entry.done.done():
+            entry.done.set_result(event)
+        if isinstance(entry.cmd, CreateSession) and ok and entry.worker_id is not None:
+            if req.end_after:
+                self._send_end(entry.worker_id, entry.cmd.session_id)
+            else:
+                self._sessions.open(entry.cmd.session_id, entry.worker_id)
+        elif isinstance(entry.cmd, EndSession) and entry.worker_id in self._pool.workers:
+            self._pool.forget_session(entry.worker_id, entry.cmd.session_id)

@@ -1,0 +1,132 @@
+"""Liveness of worker loops: on the worker's side a Pulse counts progress (scheduler ticks, model
+layers run) and sends heartbeats; on the host's side a Watchdog declares the worker hung when they
+stop, or stop progressing while it works, for longer than the deadline."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from desktop.engine.protocol import Heartbeat
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """`beat_s`: a worker sends a heartbeat at least this often, idle or busy. `hang_after_s`: a
+    worker silent (or busy without progress) this long is declared hung. Progress is counted per
+    model layer, so even one long prefill chunk on a slow CPU keeps beating."""
+
+    beat_s: float = 0.5
+    hang_after_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.beat_s <= 10.0:
+            raise ValueError(f"beat_s must be in (0, 10] seconds (got {self.beat_s}).")
+        if self.hang_after_s < 2 * self.beat_s:
+            raise ValueError(f"hang_after_s must be at least two heartbeats (got {self.hang_after_s}).")
+
+
+class Pulse:
+    """Worker side, used on the loop's thread only: `tick()` after each scheduler step, `idle()`
+    while waiting for commands; forward hooks on the model's layers count work inside a forward.
+    A Heartbeat goes to `send` at most every `beat_s`."""
+
+    def __init__(self, send: Callable[[Heartbeat], None], beat_s: float, clock: Callable[[], float] = time.monotonic):
+        self.send, self.beat_s, self.clock = send, beat_s, clock
+        self.work = 0
+        self.running = 0
+        self.resets = 0
+        self._last = float("-inf")
+        self._hooks: list[Any] = []
+
+    def attach(self, model: Any) -> None:
+        """Count every decoder layer run (found as the ModuleList of `num_hidden_layers` modules)."""
+        import torch
+
+        layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+        for module in model.modules():
+            if isinstance(module, torch.nn.ModuleList) and len(module) == layers:
+                self._hooks = [layer.register_forward_hook(self._layer) for layer in module]
+                return
+        log.info("No decoder layers found: heartbeats count scheduler ticks only")
+
+    def detach(self) -> None:
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
+
+    def tick(self, running: int, resets: int) -> None:
+        self.work += 1
+        self.running, self.resets = running, resets
+        self._maybe()
+
+    def idle(self, resets: int) -> None:
+        self.running, self.resets = 0, resets
+        self._maybe()
+
+    def _layer(self, *_: Any) -> None:
+        self.work += 1
+        self._maybe()
+
+    def _maybe(self) -> None:
+        now = self.clock()
+        if now - self._last >= self.beat_s:
+            self._last = now
+            self.send(Heartbeat(self.work, self.running, self.resets))
+
+
+class Watchdog:
+    """Host side. Fed every heartbeat (from any thread); while armed, a daemon thread calls
+    `on_hung(silent_s)` once when no progress came for `hang_after_s`: no heartbeat at all, or
+    only heartbeats of a busy worker whose work count stands still. Disarmed while the worker
+    loads, is down or is closing; `arm()` again when it is up."""
+
+    def __init__(self, liveness: Liveness, on_hung: Callable[[float], None], name: str,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.liveness, self.on_hung, self.name, self.clock = liveness, on_hung, name, clock
+        self._lock = threading.Lock()
+        self._armed = False
+        self._closed = threading.Event()
+        self._last = 0.0
+        self._work: int | None = None
+        self._thread: threading.Thread | None = None
+
+    def arm(self) -> None:
+        with self._lock:
+            self._armed, self._last, self._work = True, self.clock(), None
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name=self.name, daemon=True)
+                self._thread.start()
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+
+    def beat(self, beat: Heartbeat) -> None:
+        with self._lock:
+            if beat.running == 0 or beat.work != self._work:
+                self._last = self.clock()
+            self._work = beat.work
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def _watch(self) -> None:
+        period = min(0.25, self.liveness.hang_after_s / 6)
+        while not self._closed.wait(period):
+            with self._lock:
+                silent = self.clock() - self._last
+                fire = self._armed and silent > self.liveness.hang_after_s
+                if fire:
+                    self._armed = False
+            if fire:
+                log.error("Worker %s made no progress for %.1f s: declared hung", self.name, silent)
+                try:
+                    self.on_hung(silent)
+                except Exception:  # the watchdog must outlive a failing handler
+                    log.exception("Handling hung worker %s failed", self.name)
