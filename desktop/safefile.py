@@ -92,7 +92,10 @@ def _fsync_dir(folder: Path) -> None:
 
 def read_capped(path: Path | str, max_bytes: int) -> bytes:
     """The bytes of `path`, or FileTooLarge (naming the limit) without reading it when it is larger
-    than `max_bytes`; a file that grows while being read is refused too."""
+    than `max_bytes`; a file that grows while being read is refused too, and so is anything but a
+    regular file (a FIFO would block the read forever)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError("it is not a regular file")
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > max_bytes:

@@ -119,6 +119,8 @@ class ConversationStore:
         clean_stale_temps(self.root)
         problems: list[tuple[Path, str]] = []
         for path in sorted(self.root.glob("*.json")):
+            if path.is_dir():  # not one of ours
+                continue
             try:
                 conv = Conversation.from_dict(load_json(path, MAX_FILE_BYTES), _mtime(path))
                 if conv.id != path.stem:
@@ -133,21 +135,23 @@ class ConversationStore:
     def _set_aside(self, problems: list[tuple[Path, str]]) -> None:
         """Move unreadable files to set-aside/ (never delete them) and word the notice."""
         folder = self.root / SET_ASIDE
-        lines = []
+        lines, stuck = [], []
         for path, why in problems:
             try:
                 where = set_aside(path, folder)
             except OSError as exc:
                 log.warning("Could not move the unreadable conversation file %s aside: %s", path, exc)
                 where = path
+                stuck.append(path.name)
             log.warning("Conversation file %s could not be read (%s); it was kept as %s", path, why, where)
             self.skipped.append(where)
             lines.append(f"{path.name} ({shorten(why, 120)})")
         many = len(lines) > 1
         listed = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
-        self.notice = (f"{len(lines)} conversation file{'s' if many else ''} could not be read and "
-                       f"{'were' if many else 'was'} moved to {folder}: {listed}. "
-                       "Your other conversations are loaded.")
+        moved = (f" {'They were' if many else 'It was'} moved to {folder}." if not stuck else
+                 f" They are kept: in {folder}, or where they were for {', '.join(stuck[:5])}.")
+        self.notice = (f"{len(lines)} conversation file{'s' if many else ''} could not be read: {listed}."
+                       f"{moved} Your other conversations are loaded.")
 
     @classmethod
     def default(cls) -> ConversationStore:

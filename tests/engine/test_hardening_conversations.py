@@ -4,6 +4,7 @@ file) is set aside with a notice and the others load; bad metadata never breaks 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -124,3 +125,13 @@ def test_a_nested_or_huge_presets_file_is_set_aside_with_a_notice(tmp_path):
     presets = PresetStore(tmp_path)
     assert len(presets.list()) == 5 and "4 MB limit" in presets.notice
     assert len(list(tmp_path.glob("presets.bad-*.json"))) == 2  # both kept, under their own names
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_a_fifo_or_a_folder_named_like_a_conversation_does_not_block_the_start(tmp_path):
+    good = good_one(ConversationStore(tmp_path))
+    os.mkfifo(tmp_path / "pipe.json")  # opening it for reading would wait for a writer forever
+    (tmp_path / "folder.json").mkdir()
+    store = ConversationStore(tmp_path)
+    assert [c.id for c in store.list()] == [good.id]
+    assert "pipe.json (it is not a regular file)" in store.notice and "folder.json" not in store.notice
