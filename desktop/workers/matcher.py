@@ -45,7 +45,8 @@ class Matcher:
             found = self.table.find_by_prefix(prompt, self.min_tokens)
             if found is not None:
                 slot, n = found
-                plan = Plan(slot, MatchKind.PREFIX, min(n, len(prompt) - 1), prompt, enc.ids, enc.bounds, miss_reason="edited")
+                plan = Plan(slot, MatchKind.PREFIX, min(n, len(prompt) - 1), prompt, enc.ids, enc.bounds,
+                            miss_reason=self._diverged(msgs, 0))
                 return self._branch(plan)
         reason = self._miss_reason(msgs)
         slot = self.table.take_free()
@@ -75,7 +76,7 @@ class Matcher:
         elif k == len(slot.hashes) or replaces_reply:  # the slot's conversation is this one's prefix
             kind, reason = MatchKind.EXTEND, ""
         else:
-            kind, reason = MatchKind.PREFIX, "edited" if k < len(msgs) - 1 else "branched"
+            kind, reason = MatchKind.PREFIX, self._diverged(msgs, k)
         plan = Plan(slot, kind, reuse, prompt, canon, bounds, miss_reason=reason)
         return self._branch(plan) if k < len(slot.hashes) and not replaces_reply else plan
 
@@ -94,11 +95,26 @@ class Matcher:
             return None
         return canon[: bounds[0]]
 
+    @staticmethod
+    def _diverged(msgs: Sequence[Message], k: int) -> str:
+        """Why only a shared prefix of another cached branch is reused, told truly: `k` messages
+        match by hash (0: a token prefix only)."""
+        if _is_new(msgs):  # its first user message: it only starts like a cached conversation
+            return "new conversation, same system prompt" if k else "new conversation, same start"
+        if k == len(msgs) - 1:  # its whole history is cached; the branch went on with another message
+            return "edited"
+        return "history partly cached"  # its own branch was evicted or cropped by another one
+
     def _miss_reason(self, msgs: Sequence[Message]) -> str:
         if not self.mode.imc:
             return "cache off" if self.mode is CacheMode.OFF else "message cache off"
-        if len(msgs) == 1 or (len(msgs) == 2 and msgs[0].role == "system"):
+        if _is_new(msgs):
             return "new conversation"
         if history_hash(msgs) in self.table.evicted:
             return "evicted"
         return "not cached on this worker"
+
+
+def _is_new(msgs: Sequence[Message]) -> bool:
+    """A request with one message after the optional system prompt: a conversation's first turn."""
+    return len(msgs) == 1 or (len(msgs) == 2 and msgs[0].role == "system")

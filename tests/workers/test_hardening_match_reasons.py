@@ -1,0 +1,52 @@
+"""The reason a turn reuses only a shared prefix is the true one (issue 8, item 15): a new chat with
+another conversation's system prompt is not "branched", a follow-up whose own cache is gone is
+not "edited", an edit is "edited", a regenerate is a hit."""
+
+from __future__ import annotations
+
+import pytest
+from worker_helpers import chat, make_client
+
+from desktop.model.messages import Message
+
+pytestmark = pytest.mark.hardening
+
+S = Message("system", "You are a helpful assistant.")
+
+
+def U(text: str) -> Message:
+    return Message("user", text)
+
+
+def A(text: str) -> Message:
+    return Message("assistant", text)
+
+
+def test_reasons_of_shared_prefix_reuse(tiny_lm):
+    client = make_client(tiny_lm, num_slots=2)
+    first = chat(client, "a1", [S, U("hello there")])
+    assert (first.stats.kind, first.stats.miss_reason) == ("spc", "new conversation")
+    a = [S, U("hello there"), A(first.text), U("tell me more")]
+    second = chat(client, "a2", a)
+    assert (second.stats.kind, second.stats.miss_reason) == ("extend", "")
+    a.append(A(second.text))
+
+    edited = chat(client, "e", a[:3] + [U("tell me less")])  # the last user message, edited
+    assert (edited.stats.kind, edited.stats.miss_reason) == ("prefix", "edited")
+    branch = a[:3] + [U("tell me less"), A(edited.text)]
+
+    other = chat(client, "b", [S, U("another topic")])  # two slots: it takes the branch's slot
+    assert (other.stats.kind, other.stats.miss_reason) == ("prefix", "new conversation, same system prompt")
+
+    follow = chat(client, "f", branch + [U("and then?")])  # not edited: its own cache is gone
+    assert (follow.stats.kind, follow.stats.miss_reason) == ("prefix", "history partly cached")
+
+    again = chat(client, "r", branch + [U("and then?")])  # regenerate
+    assert (again.stats.kind, again.stats.miss_reason) == ("hit", "")
+
+
+def test_a_new_chat_that_only_starts_like_a_cached_one(tiny_lm):
+    client = make_client(tiny_lm, num_slots=2, cache_min_tokens=4)
+    chat(client, "a", [U("Please summarise this long paragraph about trains")])
+    done = chat(client, "b", [U("Please summarise this long paragraph about boats")])
+    assert (done.stats.kind, done.stats.miss_reason) == ("prefix", "new conversation, same start")
