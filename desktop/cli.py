@@ -8,7 +8,9 @@ import os
 import sys
 import uuid
 
-HELP = "Commands: /regen (new reply to the last message), /reset (new conversation), /stats, /quit"
+HELP = ("Commands: /regen (new reply to the last message), /reset (new conversation), /stats (cache and speed "
+        "so far), /help, /quit. Start a message with // to send one that begins with /.")
+COMMANDS = ("/regen", "/reset", "/stats", "/help", "/quit", "/exit")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -38,6 +40,30 @@ def badge(stats) -> str:
     from desktop.engine.export import stats_line
 
     return f"[{stats_line(asdict(stats))}]"
+
+
+def stats_text(snap: dict) -> str:
+    """The worker's counters as a few readable, rounded lines (the terminal chat's /stats)."""
+    requests, errors = int(snap.get("requests", 0)), int(snap.get("errors", 0))
+    prompt, cached = int(snap.get("input_tokens", 0)), int(snap.get("tokens_saved", 0))
+    lines = [f"Requests: {requests}" + (f" ({errors} failed)" if errors else "")]
+    if requests:
+        share = f" ({100.0 * cached / prompt:.0f}%)" if prompt else ""
+        lines += [f"Cache hits: {100.0 * float(snap.get('cache_hit_rate', 0.0)):.0f}% of requests",
+                  f"Prompt tokens: {prompt:,} in all, {cached:,} from the cache{share}",
+                  f"Reply tokens: {int(snap.get('generated_tokens', 0)):,}",
+                  f"Time to first token: median {float(snap.get('ttft_p50_ms', 0.0)):.0f} ms, "
+                  f"95th percentile {float(snap.get('ttft_p95_ms', 0.0)):.0f} ms"]
+    return "\n".join(lines)
+
+
+def command_of(line: str) -> str | None:
+    """The command a line asks for ("/stats"), or None for a message to the model. A first word
+    like "/usr/lib" (a path) is a message; "//text" sends "/text"."""
+    word = line.split(maxsplit=1)[0] if line.strip() else ""
+    if not word.startswith("/") or word.startswith("//") or "/" in word[1:]:
+        return None
+    return word.lower()
 
 
 def has_display() -> bool:
@@ -98,19 +124,25 @@ def _chat(args: argparse.Namespace) -> int:
         line = line.strip()
         if not line:
             continue
-        if line in ("/quit", "/exit"):
+        command = command_of(line)
+        if command is not None and command not in COMMANDS:
+            print(f"Unknown command {command} — try /help. (Start with // to send a message that begins with /.)")
+            continue
+        if line.startswith("//"):
+            line = line[1:]
+        if command in ("/quit", "/exit"):
             return 0
-        if line == "/help":
+        if command == "/help":
             print(HELP)
             continue
-        if line == "/reset":
+        if command == "/reset":
             msgs = list(system)
             print("(new conversation)")
             continue
-        if line == "/stats":
-            print(client.worker.counters.snapshot())
+        if command == "/stats":
+            print(stats_text(client.worker.counters.snapshot()))
             continue
-        if line == "/regen":
+        if command == "/regen":
             if not msgs or msgs[-1].role != "assistant":
                 print("(nothing to regenerate yet)")
                 continue
@@ -134,7 +166,7 @@ def _chat(args: argparse.Namespace) -> int:
         print()
         if isinstance(done, ErrorEvent):
             print(f"error: {done.message}", file=sys.stderr)
-            if msgs and msgs[-1].role == "user" and line != "/regen":
+            if msgs and msgs[-1].role == "user" and command != "/regen":
                 msgs.pop()
             continue
         msgs.append(Message("assistant", done.text))

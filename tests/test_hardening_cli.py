@@ -1,0 +1,48 @@
+"""The terminal chat's commands (issue 8, item 15): /stats prints a readable, rounded summary, and
+an unknown /command is answered, never sent to the model; // sends a message that starts with /."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from desktop import cli
+
+pytestmark = pytest.mark.hardening
+
+
+def chat(monkeypatch, capsys, lines: list[str]) -> tuple[str, str]:
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in lines)))
+    assert cli.main(["chat", "--model", "tiny", "--max-tokens", "4", "--threads", "1"]) == 0
+    captured = capsys.readouterr()
+    return captured.out, captured.err
+
+
+def test_stats_is_readable_and_unknown_commands_are_not_sent(monkeypatch, capsys):
+    out, err = chat(monkeypatch, capsys, ["Hello there", "/bogus", "/Stats", "/stats please", "/help", "/quit"])
+    assert "Unknown command /bogus — try /help" in out
+    stats = out[out.index("Requests:"):]
+    assert stats.startswith("Requests: 1\n")  # /bogus never reached the model
+    assert "{" not in out and "'" not in stats  # not a raw dict
+    assert not re.search(r"\d\.\d{2,}", stats), stats  # rounded
+    assert re.search(r"Cache hits: \d+% of requests", stats) and re.search(r"median \d+ ms", stats)
+    assert "/stats" in out[out.index("Commands:"):] and "/help" in out[out.index("Commands:"):]
+
+
+def test_double_slash_and_paths_are_messages(monkeypatch, capsys):
+    out, _ = chat(monkeypatch, capsys, ["//bogus is not a command", "/usr/lib holds libraries", "/stats", "/exit"])
+    assert "Unknown command" not in out
+    assert "Requests: 2\n" in out
+
+
+def test_stats_text_rounds_everything():
+    snap = {"requests": 3, "errors": 1, "cache_hit_rate": 0.6666666666666666, "tokens_saved": 1234,
+            "input_tokens": 5000, "generated_tokens": 77, "ttft_p50_ms": 85.123456789, "ttft_p95_ms": 210.98765}
+    assert cli.stats_text(snap) == ("Requests: 3 (1 failed)\nCache hits: 67% of requests\n"
+                                    "Prompt tokens: 5,000 in all, 1,234 from the cache (25%)\nReply tokens: 77\n"
+                                    "Time to first token: median 85 ms, 95th percentile 211 ms")
+    assert cli.stats_text({"requests": 0}) == "Requests: 0"
+    assert [cli.command_of(x) for x in ("/stats", "/Regen now", "//x", "/usr/bin", "hello /x", "/")] == \
+        ["/stats", "/regen", None, None, None, "/"]
