@@ -92,6 +92,7 @@ class ExceptionHook(QObject):
         self._unshown = 0
         box = QMessageBox(QMessageBox.Icon.Critical, "Omnidesk: something went wrong", text,
                           QMessageBox.StandardButton.Close, self._parent_window())
+        box.setTextFormat(Qt.TextFormat.PlainText)  # an error's message may quote user text
         box.setInformativeText(_advice())
         box.setDetailedText(details)
         box.setWindowModality(Qt.WindowModality.NonModal)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import QSize, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox, QDialog, QDialogButtonBox, QGridLayout, QLabel, QLineEdit, QTabWidget, QVBoxLayout, QWidget,
 )
@@ -58,6 +58,7 @@ class SettingsDialog(QDialog):
         # One status line under the buttons, its room kept so the pages never jump or squash:
         # a refused value in red, else the reload note in grey.
         self.error = QLabel(self)
+        self.error.setTextFormat(Qt.TextFormat.PlainText)  # the message may quote what the user typed
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
         self.error.setAccessibleName("Settings error")

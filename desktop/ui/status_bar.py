@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QStatusBar, QWidget
 
 from desktop.ui.admin.format import loading_fraction, percent
 from desktop.ui.admin.monitor import Snapshot, WorkerRow
+from desktop.ui.plain import plain_tip
 
 ORDER = ("busy", "idle", "loading", "error")
 
@@ -55,6 +56,7 @@ class StatusBar(QStatusBar):
         self._fields: list[QWidget] = []
         for label in (self.model_label, self.workers_label, self.queue_label):
             label.setContentsMargins(8, 0, 8, 0)
+            label.setTextFormat(Qt.TextFormat.PlainText)  # model names and errors are shown as written
             self._fields += [_separator(), label]
             self.addPermanentWidget(self._fields[-2])
             self.addPermanentWidget(label)
@@ -63,11 +65,11 @@ class StatusBar(QStatusBar):
         """A transient message on the left, elided so that it never runs under the fields."""
         room = self.width() - sum(w.sizeHint().width() for w in self._fields) - 48
         self.showMessage(self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(room, 80)), timeout_ms)
-        self.setToolTip(text)
+        self.setToolTip(plain_tip(text))
 
     def set_model(self, name: str | None, detail: str = "") -> None:
         self.model_label.setText(f"Model: {name}" if name else "No model loaded")
-        self.model_label.setToolTip(detail)
+        self.model_label.setToolTip(plain_tip(detail))
 
     def show_snapshot(self, snapshot: Snapshot | None, phase: str | None = None) -> None:
         """`phase`: what the app is doing while there is no gateway (e.g. restarting the model)."""
@@ -77,7 +79,7 @@ class StatusBar(QStatusBar):
             return
         self.workers_label.setText(phase or worker_summary(snapshot.workers))
         tips = [f"{w.id} ({w.device}): {w.state}{' · ' + w.message if w.message else ''}" for w in snapshot.workers]
-        self.workers_label.setToolTip("\n".join(tips))
+        self.workers_label.setToolTip(plain_tip("\n".join(tips)))
         self.queue_label.setText(queue_summary(len(snapshot.queue) or snapshot.queue_stats.get("length", 0)))
 
 

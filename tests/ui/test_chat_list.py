@@ -60,8 +60,10 @@ def test_list_is_newest_first_and_search_filters_by_title(page):
     assert titles(page) == ["Lisbon restaurants", "Python decorators explained", "Plan a trip to Lisbon"]
     assert page.current_conversation_id is None and page.view.widgets() == []  # a new conversation
     QTest.keyClicks(page.conversations.search, "lisbon")
+    page.conversations.flush_search()  # typing searches once the keys pause
     assert titles(page) == ["Lisbon restaurants", "Plan a trip to Lisbon"]
     page.conversations.search.setText("nothing like it")
+    page.conversations.flush_search()
     assert titles(page) == [] and page.conversations.empty.isVisible()
     page.conversations.search.clear()
     assert len(titles(page)) == 3
@@ -98,12 +100,12 @@ def test_rename_with_f2_and_from_the_menu(page, store):
 
 def test_delete_asks_first(page, store, monkeypatch):
     asked = []
-    monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title: asked.append(title) or False)
+    monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title, on_yes: asked.append(title))
     victim = page.conversations.model.id_at(1)
     page.open_conversation(victim)
     trigger(menu_for(page, 1), "Delete…")
     assert asked == ["Python decorators explained"] and victim in store
-    monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title: True)
+    monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title, on_yes: on_yes())
     trigger(menu_for(page, 1), "Delete…")
     assert victim not in store and victim not in ConversationStore(store.root) and len(titles(page)) == 2
     assert page.current_conversation_id is None  # the open conversation was deleted: a new one is shown

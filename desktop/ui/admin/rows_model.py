@@ -8,6 +8,8 @@ from typing import Any, Generic, Sequence, TypeVar
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QIcon
 
+from desktop.ui.plain import plain_tip
+
 Row = TypeVar("Row")
 Index = QModelIndex | QPersistentModelIndex
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -75,7 +77,8 @@ class RowsModel(QAbstractTableModel, Generic[Row]):
         if role == Qt.ItemDataRole.DecorationRole:
             return self.icon(row, column)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return self.tooltip(row, column)
+            tip = self.tooltip(row, column)
+            return plain_tip(tip) if isinstance(tip, str) else tip
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return RIGHT if column in self.NUMERIC else LEFT
         return None

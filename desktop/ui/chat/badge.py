@@ -34,6 +34,7 @@ class Badge(QLabel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setFont(small_font(self))
+        self.setTextFormat(Qt.TextFormat.PlainText)
         self.setStyleSheet(f"color: {muted(self).name()};")
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.setWordWrap(True)

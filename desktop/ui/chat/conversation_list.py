@@ -1,11 +1,12 @@
-"""The left pane of the chat page: New conversation, a search box, and the saved conversations;
-rename with a double-click or F2, and a context menu with Rename, Export… and Delete."""
+"""The left pane of the chat page: New conversation, a search box (titles and message text), and
+the saved conversations with their dates; rename with a double-click or F2, and a context menu
+with Rename, Export… and Delete."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -19,17 +20,26 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.engine.conversations import Conversation
+from desktop.engine.search import Hit
+from desktop.ui import shortcuts
+from desktop.ui.chat.conversation_delegate import ConversationDelegate
 from desktop.ui.chat.conversation_model import ConversationListModel
 from desktop.ui.chat.style import muted
+
+SEARCH_DELAY_MS = 150
 
 
 class _ListView(QListView):
     delete_pressed = Signal()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() == Qt.Key.Key_Delete and self.state() != QAbstractItemView.State.EditingState:
-            self.delete_pressed.emit()
-            return
+        if self.state() != QAbstractItemView.State.EditingState:
+            if shortcuts.matches(event, "delete"):
+                self.delete_pressed.emit()
+                return
+            if shortcuts.matches(event, "rename") and self.currentIndex().isValid():
+                self.edit(self.currentIndex())
+                return
         super().keyPressEvent(event)
 
 
@@ -54,16 +64,18 @@ class ConversationList(QWidget):
         self.new_button.clicked.connect(self.new_requested)
         layout.addWidget(self.new_button)
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Search conversations")
+        self.search.setPlaceholderText("Search titles and messages")
         self.search.setClearButtonEnabled(True)
-        self.search.textChanged.connect(self.search_changed)
+        # typing searches once the keys pause (each search scans every message); clearing is at once
+        self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DELAY_MS, timeout=self.flush_search)
+        self.search.textChanged.connect(lambda text: self._search_timer.start() if text.strip() else self.flush_search())
         layout.addWidget(self.search)
         self.model = ConversationListModel(self)
         self.model.rename_requested.connect(self.rename_requested)
         self.view = _ListView()
         self.view.setModel(self.model)
+        self.view.setItemDelegate(ConversationDelegate(self.view))
         self.view.setUniformItemSizes(True)
-        self.view.setStyleSheet("QListView::item { padding: 5px 4px; }")
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -76,8 +88,8 @@ class ConversationList(QWidget):
         self.empty.setStyleSheet(f"color: {muted(self).name()};")
         layout.addWidget(self.empty)
 
-    def set_conversations(self, convs: Sequence[Conversation], current_id: str | None) -> None:
-        """Show `convs` with `current_id` selected (none when it is not among them)."""
+    def set_conversations(self, convs: Sequence[Conversation | Hit], current_id: str | None) -> None:
+        """Show `convs` (or search hits) with `current_id` selected (none when it is not among them)."""
         self._quiet = True
         try:
             self.model.set_conversations(convs)
@@ -87,6 +99,11 @@ class ConversationList(QWidget):
         searching = bool(self.search.text().strip())
         self.empty.setText("No matching conversations" if searching else "No conversations yet")
         self.empty.setVisible(not convs)
+
+    def flush_search(self) -> None:
+        """Search for what the box holds now (without waiting for the typing to pause)."""
+        self._search_timer.stop()
+        self.search_changed.emit(self.search.text())
 
     def select(self, conv_id: str | None) -> None:
         quiet, self._quiet = self._quiet, True

@@ -1,5 +1,6 @@
-"""Qt list model of saved conversations (title, and when it was last used in the tooltip);
-editing a title asks for a rename rather than changing the store itself."""
+"""Qt list model of saved conversations: the title, the date it was last used, a detail line (the
+text a search matched, else the message count) and the tooltip; editing a title asks for a rename
+rather than changing the store itself."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from typing import Any, Sequence
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
 from desktop.engine.conversations import Conversation
+from desktop.engine.search import Hit
+from desktop.ui.plain import plain_tip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
+DETAIL_ROLE = Qt.ItemDataRole.UserRole + 2  # "6 messages", or while searching the matching text
+DATE_ROLE = Qt.ItemDataRole.UserRole + 3  # "Today 14:32": when it was last used
 UNTITLED = "New conversation"
 Index = QModelIndex | QPersistentModelIndex
 
@@ -29,17 +34,49 @@ def when(ts: float, now: float | None = None) -> str:
     return time.strftime("%d %b %Y", time.localtime(ts))
 
 
+def list_date(ts: float, now: float | None = None) -> str:
+    """A date that tells apart conversations of the same title: "Today 14:32", "Yesterday 09:05",
+    "Mon 18:20" within a week, "12 Mar 14:32" this year, else "12 Mar 2024"."""
+    now_t = time.localtime(now if now is not None else time.time())
+    t = time.localtime(ts)
+    days = (time.mktime((now_t.tm_year, now_t.tm_mon, now_t.tm_mday, 0, 0, 0, 0, 0, -1))
+            - time.mktime((t.tm_year, t.tm_mon, t.tm_mday, 0, 0, 0, 0, 0, -1))) / 86400
+    clock = time.strftime("%H:%M", t)
+    if -0.5 < days < 0.5:
+        return f"Today {clock}"
+    if 0.5 <= days < 1.5:
+        return f"Yesterday {clock}"
+    if 0 < days < 6.5:
+        return time.strftime("%a ", t) + clock
+    if t.tm_year == now_t.tm_year:
+        return time.strftime("%d %b ", t).lstrip("0") + clock
+    return time.strftime("%d %b %Y", t).lstrip("0")
+
+
 class ConversationListModel(QAbstractListModel):
     rename_requested = Signal(str, str)  # id, new title
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._rows: list[Conversation] = []
+        self._hits: dict[str, Hit] = {}  # id → where a search matched its messages
+        self._snippets: dict[str, str] = {}  # worked out for rows shown so far
 
-    def set_conversations(self, convs: Sequence[Conversation]) -> None:
+    def set_conversations(self, convs: Sequence[Conversation | Hit]) -> None:
+        """Show these conversations (search hits: with the text that matched)."""
         self.beginResetModel()
-        self._rows = list(convs)
+        self._rows = [c.conv if isinstance(c, Hit) else c for c in convs]
+        self._hits = {c.conv.id: c for c in convs if isinstance(c, Hit) and c.word}
+        self._snippets = {}
         self.endResetModel()
+
+    def detail(self, conv: Conversation) -> str:
+        """The second line of a row: the text a search matched, else the message count."""
+        hit = self._hits.get(conv.id)
+        if hit is not None and conv.id not in self._snippets:
+            self._snippets[conv.id] = hit.snippet()
+        count = len(conv.messages)
+        return self._snippets.get(conv.id, "") or f"{count} message{'s' * (count != 1)}"
 
     def row_of(self, conv_id: str | None) -> int:
         return next((i for i, c in enumerate(self._rows) if c.id == conv_id), -1)
@@ -58,9 +95,13 @@ class ConversationListModel(QAbstractListModel):
             return conv.title or UNTITLED
         if role == Qt.ItemDataRole.ToolTipRole:
             count = len(conv.messages)
-            return f"{conv.title or UNTITLED}\n{count} message{'s' * (count != 1)} · last used {when(conv.updated)}"
+            return plain_tip(f"{conv.title or UNTITLED}\n{count} message{'s' * (count != 1)} · last used {when(conv.updated)}")
         if role == ID_ROLE:
             return conv.id
+        if role == DETAIL_ROLE:
+            return self.detail(conv)
+        if role == DATE_ROLE:
+            return list_date(conv.updated)
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:

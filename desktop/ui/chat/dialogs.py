@@ -1,11 +1,15 @@
 """The chat page's modal questions (file choosers, delete confirmation) in one place, so that
-tests can answer them. Call them from plain slots only, never inside an asyncio task."""
+tests can answer them. The file choosers block: call them from plain slots only, never inside an
+asyncio task; the confirmation is opened with open() and answers through a callback."""
 
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+from desktop.ui.plain import plain
 
 IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.bmp *.gif)"
 EXPORT_FILTERS = "Markdown (*.md);;JSON (*.json)"
@@ -31,9 +35,16 @@ def ask_export_path(parent: QWidget, title: str) -> str | None:
     return path
 
 
-def confirm_delete(parent: QWidget, title: str) -> bool:
-    answer = QMessageBox.question(
-        parent, "Delete conversation",
-        f"Delete “{title or 'New conversation'}”?\nIts messages are removed from this computer; this cannot be undone.",
-        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel)
-    return answer == QMessageBox.StandardButton.Yes
+def confirm_delete(parent: QWidget, title: str, on_yes: Callable[[], None]) -> QMessageBox:
+    """Ask before deleting (window-modal, never a nested event loop); `on_yes` runs once the user
+    says Delete. The title shows exactly as typed, never as markup. Returns the open box."""
+    box = QMessageBox(QMessageBox.Icon.Question, "Delete conversation", f"Delete “{title or 'New conversation'}”?",
+                      QMessageBox.StandardButton.Cancel, parent)
+    plain(box)
+    box.setInformativeText("Its messages are removed from this computer; this cannot be undone.")
+    box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.buttonClicked.connect(lambda button: box.buttonRole(button) == QMessageBox.ButtonRole.DestructiveRole and on_yes())
+    box.finished.connect(box.deleteLater)
+    box.open()
+    return box

@@ -1,18 +1,27 @@
 """A read-only text view that is exactly as tall as its text: Markdown (code blocks in a
-monospace font on a subtle background) or plain text; long lines, code too, wrap."""
+monospace font on a subtle background) or plain text; long lines, code too, wrap. It never loads
+anything (no images, no pages) and never navigates; web and email links open after a confirmation."""
 
 from __future__ import annotations
 
 import math
 import time
 
-from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtGui import QPalette, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFormat, QTextOption, QWheelEvent
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl
+from PySide6.QtGui import (
+    QPalette, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat, QTextOption, QWheelEvent,
+)
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
+from desktop.ui.chat import links
 from desktop.ui.chat.style import mono_font, tint
+from desktop.ui.plain import plain_tip
 
 RENDER_EVERY_S = 0.05  # long texts re-render at most this often while streaming
+# GitHub Markdown without raw HTML: a reply's "<img …>" or "<a …>" shows as the text it is
+MARKDOWN = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
 
 
 class MarkdownView(QTextBrowser):
@@ -22,7 +31,9 @@ class MarkdownView(QTextBrowser):
         super().__init__(parent)
         self._markdown, self._source, self._last_render = markdown, "", 0.0
         self._pending = QTimer(self, singleShot=True, timeout=self._render)
-        self.setOpenExternalLinks(True)
+        self.setOpenLinks(False)  # a click never navigates this view (a file: link would replace the text)
+        self.setOpenExternalLinks(False)
+        self.anchorClicked.connect(self._link_clicked)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -58,11 +69,54 @@ class MarkdownView(QTextBrowser):
     def _render(self) -> None:
         self._last_render = time.monotonic()
         if self._markdown:
-            self.setMarkdown(self._source)
+            self.document().setMarkdown(self._source, MARKDOWN)
+            self._defuse()
             self._style_code()
         else:
             self.setPlainText(self._source)
         self._fit()
+
+    def _defuse(self) -> None:
+        """Links that may open keep their look and show their whole address on hover; any other
+        link becomes plain text; an image becomes "[image: its alt text]" and is never loaded."""
+        doc, cursor = self.document(), QTextCursor(self.document())
+        block = doc.begin()
+        while block.isValid():
+            frags = []
+            it = block.begin()
+            while not it.atEnd():
+                frags.append(it.fragment())
+                it += 1
+            for frag in reversed(frags):  # from the end: replacing an image shifts what follows
+                fmt = frag.charFormat()
+                cursor.setPosition(frag.position())
+                cursor.setPosition(frag.position() + frag.length(), QTextCursor.MoveMode.KeepAnchor)
+                if fmt.isImageFormat():
+                    alt = str(fmt.property(QTextFormat.Property.ImageAltText) or "").strip()
+                    cursor.insertText(f"[image: {alt}]" if alt else "[image]", QTextCharFormat())
+                elif fmt.isAnchor():
+                    href = fmt.anchorHref()
+                    if links.openable(QUrl(href)):
+                        fmt.setToolTip(plain_tip(links.address(QUrl(href))))
+                    else:
+                        fmt.setAnchor(False)
+                        fmt.clearProperty(QTextFormat.Property.AnchorHref)
+                        fmt.clearForeground()
+                        fmt.setFontUnderline(False)
+                        fmt.setToolTip(plain_tip(f"Not a web or email link, so it does not open: {href}"))
+                    cursor.setCharFormat(fmt)
+            block = block.next()
+
+    def _link_clicked(self, url: QUrl) -> None:
+        links.confirm_open(self.window(), url)  # does nothing for a link that may not open
+
+    def loadResource(self, kind: int, name: QUrl) -> Any:
+        """Nothing is ever loaded into a reply: not images, style sheets nor pages, local or remote.
+        An empty value, not None: on None, QTextDocument would read a local file itself."""
+        return QByteArray()
+
+    def doSetSource(self, name: QUrl, kind: QTextDocument.ResourceType = QTextDocument.ResourceType.UnknownResource) -> None:
+        """Never navigate (backward/forward/home or a link would replace the text)."""
 
     def _style_code(self) -> None:
         """Qt's Markdown import marks code with a fixed-pitch font; give it a background too."""

@@ -38,14 +38,15 @@ class PageActions(_Base):
         self.speech.set_enabled(on)
 
     def toggle_voice(self) -> None:
-        """What Ctrl+Shift+V does (the Voice button's own shortcut; for a menu action)."""
+        """What Ctrl+Shift+V does (the Voice button's own shortcut; for a menu action); with no
+        sound output it says why the voice stays off."""
         if self.speech.button.isEnabled():
             self.speech.button.toggle()
 
     def refresh_list(self) -> None:
         """Re-read the list (filtered by the search box) with the current conversation selected."""
         query = self.conversations.search.text()
-        convs = self.store.search(query) if query.strip() else self.store.list()
+        convs = self.store.find(query) if query.strip() else self.store.list()
         self.conversations.set_conversations(convs, self.conv.id)
 
     def rename(self, conv_id: str, title: str) -> None:
@@ -60,7 +61,10 @@ class PageActions(_Base):
     def delete(self, conv_id: str, *, confirmed: bool = False) -> None:
         """Delete a conversation after asking (the open one is replaced by a new conversation)."""
         conv = self.store.get(conv_id)
-        if conv is None or not (confirmed or dialogs.confirm_delete(self, conv.title)):
+        if conv is None:
+            return
+        if not confirmed:
+            dialogs.confirm_delete(self, conv.title, lambda: self.delete(conv_id, confirmed=True))
             return
         if conv is self.conv:
             self.new_conversation()

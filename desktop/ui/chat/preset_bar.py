@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from desktop.engine.presets import PresetStore
 from desktop.ui.chat.style import muted, small_font
+from desktop.ui.plain import plain_tip
 
 
 class PresetBar(QWidget):
@@ -90,7 +91,7 @@ class PresetBar(QWidget):
         self.combo.setVisible(editable)
         preset = self.presets.get(preset_id)
         self.fixed.setText(f"<b>{escape(preset.name)}</b>" if preset else "<i>custom</i>" if prompt else "<i>none</i>")
-        self.fixed.setToolTip(prompt)
+        self.fixed.setToolTip(plain_tip(prompt))
         self.fixed.setVisible(not editable)
         self.editor.setReadOnly(not editable)
         self._update_state(preset_id, prompt)
@@ -101,7 +102,7 @@ class PresetBar(QWidget):
         self.combo.clear()
         for p in self.presets.list():
             self.combo.addItem(p.name + ("" if p.builtin else "  (mine)"), p.id)
-            self.combo.setItemData(self.combo.count() - 1, p.prompt, 3)  # ToolTipRole
+            self.combo.setItemData(self.combo.count() - 1, plain_tip(p.prompt), 3)  # ToolTipRole
         self.combo.setCurrentIndex(max(self.combo.findData(current), 0))
 
     def _picked(self, index: int) -> None:
