@@ -7,7 +7,7 @@ import logging
 from typing import Callable
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeyEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QMessageBox, QStackedWidget, QVBoxLayout, QWidget
 
 from desktop import __version__
@@ -20,7 +20,8 @@ from desktop.ui.icons import app_icon
 from desktop.ui.loading_banner import LoadingBanner
 from desktop.ui.nav import KEYS, NavBar
 from desktop.ui.placeholder import call_page, recordings_page
-from desktop.ui.shortcuts import SHORTCUTS, ShortcutsDialog, sequence
+from desktop.ui.plain import html_text
+from desktop.ui.shortcuts import ShortcutsDialog, sequence, window_shortcuts
 from desktop.ui.status_bar import StatusBar
 from desktop.ui.theme import WINDOW_CSS
 
@@ -110,7 +111,9 @@ class MainWindow(QMainWindow):
 
     def set_model(self, name: str | None, detail: str = "") -> None:
         self.status.set_model(name, detail)
-        self.setWindowTitle(f"Omnidesk · {name}" if name else "Omnidesk")
+        # End with the app's name: X11 and Windows append the display name to a title that does
+        # not already end with it, which made "Omnidesk · model — Omnidesk".
+        self.setWindowTitle(f"{name} — Omnidesk" if name else "Omnidesk")
 
     @property
     def phase(self) -> str | None:
@@ -138,7 +141,7 @@ class MainWindow(QMainWindow):
 
     def _update_banner(self, snap: Snapshot | None) -> None:
         if self._phase:
-            self.banner.show_progress(f"<b>{self._phase}</b>", None)
+            self.banner.show_progress(f"<b>{html_text(self._phase)}</b>", None)
             return
         workers = snap.workers if snap is not None else []
         if any(w.state in ("idle", "busy") for w in workers):
@@ -148,10 +151,10 @@ class MainWindow(QMainWindow):
         errors = [w for w in workers if w.state == "error"]
         if loading:
             message = loading[0].message or "Loading the model…"
-            self.banner.show_progress(f"<b>{message}</b><br>{WAIT_HINT}", loading_fraction(message))
+            self.banner.show_progress(f"<b>{html_text(message)}</b><br>{WAIT_HINT}", loading_fraction(message))
         elif errors or self._error:
             why = errors[0].message if errors else self._error
-            self.banner.show_error(f"<b>The model could not be loaded.</b> {why}")
+            self.banner.show_error(f"<b>The model could not be loaded.</b> {html_text(why or '')}")
         else:
             self.banner.hide()
 
@@ -164,7 +167,7 @@ class MainWindow(QMainWindow):
         }
         for key in KEYS:
             handlers[f"page_{key}"] = lambda key=key: self.show_page(key)
-        for sc in SHORTCUTS:
+        for sc in window_shortcuts():  # the chat widgets bind their own keys (Enter, F2, …)
             action = QAction(sc.text, self)
             if sc.grab:
                 action.setShortcut(sequence(sc))
@@ -187,7 +190,7 @@ class MainWindow(QMainWindow):
         view.addActions([a[f"page_{k}"] for k in KEYS])
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(a["shortcuts"])
-        help_menu.addAction("Open log folder", lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(log_dir()))))
+        help_menu.addAction("Open log folder", self.open_log_folder)
         help_menu.addAction("About Omnidesk", self.show_about)
 
     def _call_chat(self, method: str) -> None:
@@ -212,6 +215,29 @@ class MainWindow(QMainWindow):
         dialog.finished.connect(dialog.deleteLater)
         dialog.open()
         return dialog
+
+    def open_log_folder(self) -> QMessageBox | None:
+        """Show the log folder in the file manager; when that cannot be done, say where it is (the
+        path selectable, with a Copy button). Returns that message box, if one was needed."""
+        folder = log_dir()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("Cannot create the log folder %s: %s", folder, exc)
+        if folder.is_dir() and QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            return None
+        log.warning("Could not open the log folder %s with the desktop's file manager", folder)
+        box = QMessageBox(QMessageBox.Icon.Information, "Log folder",
+                          f"The log folder could not be shown in a file manager. It is here:\n\n{folder}",
+                          QMessageBox.StandardButton.Close, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        copy = box.addButton("Copy path", QMessageBox.ButtonRole.ActionRole)
+        copy.clicked.connect(lambda: (QGuiApplication.clipboard().setText(str(folder)),
+                                      self.show_message(f"Copied {folder}")))
+        box.finished.connect(box.deleteLater)
+        box.open()
+        return box
 
     def show_about(self) -> None:
         box = QMessageBox(QMessageBox.Icon.Information, "About Omnidesk",

@@ -1,12 +1,13 @@
-"""The keyboard shortcuts, listed once: the main window builds its actions from this table and
-Help → Keyboard shortcuts shows the same table, so the two can never disagree."""
+"""The keyboard shortcuts, listed once: the main window builds its actions from this table, the
+chat widgets match their keys against it, and Help → Keyboard shortcuts shows the same table, so
+what is bound and what the help says can never disagree."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence
+from PySide6.QtCore import QKeyCombination, Qt
+from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView, QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem,
     QVBoxLayout, QWidget,
@@ -15,18 +16,25 @@ from PySide6.QtWidgets import (
 
 @dataclass(frozen=True, slots=True)
 class Shortcut:
-    action: str  # key of the action in MainWindow.actions
-    keys: str  # portable text, e.g. "Ctrl+N"
+    action: str  # key of the action in MainWindow.actions, or of the widget's own key
+    keys: str  # portable text, e.g. "Ctrl+N"; "Enter" is Return and the keypad's Enter alike
     text: str  # what it does, shown in menus and the help
     grab: bool = True  # False: only shown; the focused widget handles the key itself
+    owner: str = "window"  # "window": a main-window action; else the widget that binds it itself
+    group: str = "General"  # the help's section
 
 
 SHORTCUTS = (
-    Shortcut("new_chat", "Ctrl+N", "New chat"),
-    Shortcut("search", "Ctrl+F", "Search conversations"),
+    Shortcut("new_chat", "Ctrl+N", "New chat", group="Chat"),
+    Shortcut("search", "Ctrl+F", "Search conversations", group="Chat"),
     # Esc is not grabbed window-wide: the composer uses it too (stop, or cancel an edit); the chat
     # page and the main window act on an Esc that no focused widget took.
-    Shortcut("stop", "Esc", "Stop the reply", grab=False),
+    Shortcut("stop", "Esc", "Stop the reply", grab=False, group="Chat"),
+    Shortcut("send", "Enter", "Send the message", owner="composer", group="Chat"),
+    Shortcut("newline", "Shift+Enter", "New line in the message", owner="composer", group="Chat"),
+    Shortcut("voice", "Ctrl+Shift+V", "Speak replies aloud: on or off", owner="voice", group="Chat"),
+    Shortcut("rename", "F2", "Rename the selected conversation", owner="list", group="Conversation list"),
+    Shortcut("delete", "Del", "Delete the selected conversation…", owner="list", group="Conversation list"),
     Shortcut("page_chat", "Ctrl+1", "Go to Chat"),
     Shortcut("page_call", "Ctrl+2", "Go to Call"),
     Shortcut("page_recordings", "Ctrl+3", "Go to Recordings"),
@@ -35,37 +43,91 @@ SHORTCUTS = (
     Shortcut("shortcuts", "F1", "Keyboard shortcuts"),
     Shortcut("quit", "Ctrl+Q", "Quit"),
 )
+GROUPS = ("Chat", "Conversation list", "General")
 
 
-def sequence(shortcut: Shortcut) -> QKeySequence:
-    return QKeySequence(shortcut.keys)
+def find(action: str) -> Shortcut:
+    """The table's entry for `action` (KeyError for an unknown one)."""
+    for sc in SHORTCUTS:
+        if sc.action == action:
+            return sc
+    raise KeyError(action)
+
+
+def window_shortcuts() -> tuple[Shortcut, ...]:
+    """The entries the main window turns into actions."""
+    return tuple(sc for sc in SHORTCUTS if sc.owner == "window")
+
+
+def sequence(shortcut: Shortcut | str) -> QKeySequence:
+    """The key sequence of an entry (or of the entry named by an action)."""
+    return QKeySequence((find(shortcut) if isinstance(shortcut, str) else shortcut).keys)
+
+
+def native(shortcut: Shortcut | str) -> str:
+    """The keys as this platform names them, e.g. "Ctrl+Shift+V" (⌃⇧V on a Mac)."""
+    return sequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)
+
+
+def matches(event: QKeyEvent, action: str) -> bool:
+    """Whether a key press is the table's key for `action` (Return counts as Enter)."""
+    key = Qt.Key.Key_Enter if event.key() == Qt.Key.Key_Return else Qt.Key(event.key())
+    mods = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+    return QKeySequence(QKeyCombination(mods, key)) == sequence(action)
 
 
 class ShortcutsDialog(QDialog):
-    """A read-only two-column table of SHORTCUTS in the platform's key names. Show with open()."""
+    """A read-only table of every entry of SHORTCUTS, in sections, in the platform's key names.
+    Show with open()."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
-        table = QTableWidget(len(SHORTCUTS), 2, self)
+        rows: list[tuple[str, str, bool]] = []  # keys, text, is a section heading
+        for group in GROUPS:
+            rows.append(("", group, True))
+            rows += [(native(sc), sc.text.rstrip("…"), False) for sc in SHORTCUTS if sc.group == group]
+        table = QTableWidget(len(rows), 2, self)
         table.setHorizontalHeaderLabels(["Shortcut", "Action"])
+        table.horizontalHeader().hide()
         table.verticalHeader().hide()
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         table.setShowGrid(False)
-        table.setAlternatingRowColors(True)
-        for row, sc in enumerate(SHORTCUTS):
-            keys = sequence(sc).toString(QKeySequence.SequenceFormat.NativeText)
-            table.setItem(row, 0, QTableWidgetItem(keys))
-            table.setItem(row, 1, QTableWidgetItem(sc.text.rstrip("…")))
+        table.setWordWrap(False)
+        rows_header = table.verticalHeader()
+        rows_header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        rows_header.setDefaultSectionSize(table.fontMetrics().height() + 8)
+        self.headings: list[int] = []
+        for row, (keys, text, heading) in enumerate(rows):
+            if heading:
+                item = QTableWidgetItem(text)
+                font = item.font()
+                font.setBold(True)
+                item.setFont(font)
+                table.setItem(row, 0, item)
+                table.setSpan(row, 0, 1, 2)
+                if row:
+                    table.setRowHeight(row, rows_header.defaultSectionSize() + 8)  # air above a section
+                item.setTextAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom)
+                self.headings.append(row)
+            else:
+                table.setItem(row, 0, QTableWidgetItem(keys))
+                table.setItem(row, 1, QTableWidgetItem(text))
         header = table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+        table.setColumnWidth(0, table.sizeHintForColumn(0) + 20)
         self.table = table
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(table)
         layout.addWidget(buttons)
-        self.resize(380, 400)
+        height = sum(table.rowHeight(r) for r in range(len(rows))) + 2 * table.frameWidth()
+        self.resize(420, min(height + 70, 640))
+
+    def listed(self) -> dict[str, str]:
+        """What the help shows: the keys of each action's text (section headings left out)."""
+        return {self.table.item(r, 1).text(): self.table.item(r, 0).text()
+                for r in range(self.table.rowCount()) if r not in self.headings}

@@ -9,12 +9,17 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget
 
+from desktop.ui import shortcuts
 from desktop.ui.chat import dialogs
 from desktop.ui.chat.style import accent, muted
 
 NO_IMAGES_TIP = "This model takes text only — choose a vision model in Settings to attach images"
-PLACEHOLDER = "Message the assistant  (Enter to send, Shift+Enter for a new line)"
 MAX_LINES = 8
+
+
+def placeholder() -> str:
+    """The empty text box's hint, with the keys of the shortcut table."""
+    return f"Message the assistant  ({shortcuts.native('send')} to send, {shortcuts.native('newline')} for a new line)"
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -25,19 +30,19 @@ class ComposerEdit(QPlainTextEdit):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setPlaceholderText(PLACEHOLDER)
+        self.setPlaceholderText(placeholder())
         self.setTabChangesFocus(True)
         self.document().contentsChanged.connect(self._fit)
         self._fit()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-                self.insertPlainText("\n")
-            else:
-                self.submit.emit()
+        if shortcuts.matches(event, "newline"):
+            self.insertPlainText("\n")
             return
-        if event.key() == Qt.Key.Key_Escape:
+        if shortcuts.matches(event, "send"):
+            self.submit.emit()
+            return
+        if shortcuts.matches(event, "stop"):
             self.escape.emit()
             return
         super().keyPressEvent(event)
@@ -73,6 +78,7 @@ class Composer(QWidget):
         self.edit_banner.hide()
         outer.addWidget(self.edit_banner)
         self.attachments = QLabel()
+        self.attachments.setTextFormat(Qt.TextFormat.PlainText)  # file names, as they are
         self.attachments.setStyleSheet(f"color: {muted(self).name()};")
         self.attachments.hide()
         outer.addWidget(self.attachments)
@@ -104,7 +110,8 @@ class Composer(QWidget):
     def set_streaming(self, streaming: bool) -> None:
         self._streaming = streaming
         self.send_button.setText("Stop" if streaming else "Send")
-        self.send_button.setToolTip("Stop the reply (Esc); what was written so far is kept" if streaming else "Send (Enter)")
+        self.send_button.setToolTip(f"Stop the reply ({shortcuts.native('stop')}); what was written so far is kept"
+                                    if streaming else f"Send ({shortcuts.native('send')})")
 
     def add_tool(self, widget: QWidget) -> None:
         """Put a button (e.g. the voice toggle) in the row, just before Send."""

@@ -3,18 +3,25 @@ on spoken replies, and the Voice's events brought onto the Qt thread as button s
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QIcon, QKeySequence, QPainter, QPainterPath, QPalette, QPen, QPixmap
-from PySide6.QtWidgets import QToolButton, QWidget
+from PySide6.QtCore import QObject, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPalette, QPen, QPixmap
+from PySide6.QtWidgets import QToolButton, QToolTip, QWidget
 
 from desktop.engine.voice import Voice
 from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
+from desktop.ui import shortcuts
 from desktop.ui.chat.message_view import MessageView
 from desktop.ui.chat.message_widget import MessageWidget, VoiceState
 
-SHORTCUT = "Ctrl+Shift+V"
-TIP_OFF = f"Speak replies aloud as they are written ({SHORTCUT})"
-TIP_ON = f"Replies are spoken aloud — click to stop speaking them ({SHORTCUT})"
+NOTICE_MS = 5000  # how long the "why the voice is off" notice stays by the button
+
+
+def tip_off() -> str:
+    return f"Speak replies aloud as they are written ({shortcuts.native('voice')})"
+
+
+def tip_on() -> str:
+    return f"Replies are spoken aloud — click to stop speaking them ({shortcuts.native('voice')})"
 
 
 def off_reason(reason: str | None) -> str:
@@ -72,7 +79,7 @@ class ChatVoice(QObject):
         self.button.setIcon(speaker_icon(parent.palette().color(QPalette.ColorRole.ButtonText)))
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.button.setCheckable(True)
-        self.button.setShortcut(QKeySequence(SHORTCUT))
+        self.button.setShortcut(shortcuts.sequence("voice"))
         self.button.setAccessibleName("Speak replies")
         self.button.toggled.connect(self._user_toggled)
         self._event.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
@@ -90,8 +97,8 @@ class ChatVoice(QObject):
         return self.voice is not None and self.voice.speaking
 
     def set_voice(self, voice: Voice | None) -> None:
-        """Use this voice (None: no voice, the toggle is hidden); an unavailable one disables the
-        toggle with its reason and says so once in the status bar."""
+        """Use this voice (None: no voice, the toggle is hidden); with an unavailable one the toggle
+        stays off, its tooltip says why, and so does the status bar, once."""
         if voice is self.voice:
             return
         if self.voice is not None:
@@ -116,6 +123,10 @@ class ChatVoice(QObject):
         self._sync()
 
     def _user_toggled(self, on: bool) -> None:
+        if self.voice is not None and not self.voice.available:  # it cannot go on: say why, stay off
+            self._sync()
+            self.explain_off()
+            return
         if on == self.enabled:
             return
         self.enabled = on
@@ -130,17 +141,26 @@ class ChatVoice(QObject):
         elif not on:
             self.silence()
 
+    def explain_off(self) -> None:
+        """Why the voice cannot be turned on, by the button (a few seconds) and in the status bar
+        (a click or Ctrl+Shift+V on an unavailable voice)."""
+        text = off_reason(self.voice.reason if self.voice is not None else None)
+        self.status.emit(text)
+        button = self.button
+        if button.isVisible():
+            QToolTip.showText(button.mapToGlobal(QPoint(0, -button.height() - 8)), text, button, QRect(), NOTICE_MS)
+
     def _sync(self) -> None:
         button, voice = self.button, self.voice
         button.setVisible(voice is not None)
-        button.setEnabled(voice is not None and voice.available)
+        button.setEnabled(voice is not None)  # also when unavailable: a click says why
         button.blockSignals(True)
         button.setChecked(self.speaks)
         button.blockSignals(False)
         if voice is not None and not voice.available:
             button.setToolTip(off_reason(voice.reason))
         else:
-            button.setToolTip(TIP_ON if self.speaks else TIP_OFF)
+            button.setToolTip(tip_on() if self.speaks else tip_off())
 
     # ------------------------------------------------------------------ the page's turns
 
