@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from desktop.engine.conversations import Conversation, write_atomic
+from desktop.engine.conversations import Conversation
+from desktop.safefile import write_atomic
 
 Format = Literal["markdown", "json"]
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
