@@ -130,6 +130,26 @@ class PrefillDone:
 
 
 @dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """A long prompt is being read: `done` of `total` prompt tokens are in the KV (`cached` of them
+    were reused, not computed), after `elapsed_ms` of prefill. Sent after a prefill chunk that
+    leaves more to do, at most a few times a second; short prompts send none."""
+
+    request_id: str
+    done: int
+    total: int
+    cached: int = 0
+    elapsed_ms: float = 0.0
+
+    def seconds_left(self) -> float | None:
+        """The time the rest should take at the pace so far (None before any measured pace)."""
+        computed = self.done - self.cached
+        if computed <= 0 or self.elapsed_ms <= 0:
+            return None
+        return (self.total - self.done) * self.elapsed_ms / computed / 1000.0
+
+
+@dataclass(frozen=True, slots=True)
 class ChunkEvent:
     """A piece of streamed text: always whole UTF-8 characters."""
 
@@ -199,5 +219,5 @@ class Heartbeat:
     resets: int = 0  # Reset commands handled so far
 
 
-Event = PrefillDone | ChunkEvent | Done | ErrorEvent | Queued | QueueUpdate | QueueDone
+Event = PrefillDone | PrefillProgress | ChunkEvent | Done | ErrorEvent | Queued | QueueUpdate | QueueDone
 TERMINAL = (Done, ErrorEvent)

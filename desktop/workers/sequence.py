@@ -59,6 +59,7 @@ class Seq:
     miss_reason: str = ""
     cached: int = 0
     t_prefill_start: float = 0.0
+    t_progress: float = 0.0  # when the last PrefillProgress was sent
     prefill_ms: float = 0.0
     t_first: float = 0.0
     t_last: float = 0.0

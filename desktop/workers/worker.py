@@ -24,6 +24,7 @@ from desktop.engine.protocol import (
     Event,
     Heartbeat,
     PrefillDone,
+    PrefillProgress,
 )
 from desktop.errors import OmnideskError
 from desktop.model import kv
@@ -41,6 +42,8 @@ from desktop.workers.spc import SystemPromptCache
 from desktop.workers.stats import WorkerCounters, finish_stats
 
 log = logging.getLogger(__name__)
+
+PROGRESS_S = 0.2  # PrefillProgress events of one request: at most 5 a second
 
 
 class Worker(CommandIntake):
@@ -176,6 +179,9 @@ class Worker(CommandIntake):
             logits_to_keep=1,
         )
         seq.kv_ids += chunk
+        if len(seq.kv_ids) < len(seq.target):
+            self._progress(seq)
+            return
         if len(seq.kv_ids) == len(seq.target):
             self._prefill_done(seq)
             if not seq.generate:
@@ -193,6 +199,15 @@ class Worker(CommandIntake):
                 self.batch.add(seq.request_id, seq.cache)
                 seq.cache, seq.phase = None, Phase.DECODE
                 self.decoding[seq.request_id] = seq
+
+    def _progress(self, seq: Seq) -> None:
+        """Tell how far a long prefill is: after its first chunk, then at most every PROGRESS_S."""
+        now = self.clock()
+        if seq.t_progress and now - seq.t_progress < PROGRESS_S:
+            return
+        seq.t_progress = now
+        self.emit(PrefillProgress(seq.request_id, len(seq.kv_ids), len(seq.target), seq.cached,
+                                  1000.0 * (now - seq.t_prefill_start)))
 
     def _prefill_done(self, seq: Seq) -> None:
         seq.prefill_ms = 1000.0 * (self.clock() - seq.t_prefill_start)
