@@ -135,18 +135,18 @@ def convert_gguf(gguf: Path, out: Path, progress: Progress | None = None) -> Non
 
     report = progress or (lambda stage, fraction: None)
     report(CONVERT_STAGE, 0.0)
-    src = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    src = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
     report(CONVERT_STAGE, 0.6)
     config = copy.deepcopy(src.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    fresh = AutoModelForCausalLM.from_config(config)
+    fresh = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
     fresh.load_state_dict(src.state_dict(), strict=True)
     del src
     fresh.save_pretrained(out)
     del fresh
     report(CONVERT_STAGE, 0.75)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
     tokenizer.save_pretrained(out)
     report(CONVERT_STAGE, 1.0)
 

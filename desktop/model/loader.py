@@ -37,6 +37,9 @@ MAX_CONTEXT = 131072  # configs may claim 1M+ positions; nothing here would fill
 TINY_NAME = "omnidesk-tiny"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+# Never download, never run Python shipped in a model folder (transformers would otherwise ask on
+# stdin "Do you wish to run the custom code? [y/N]" and run it on "y").
+NO_REMOTE = {"local_files_only": True, "trust_remote_code": False}
 log = logging.getLogger(__name__)
 
 
@@ -148,11 +151,11 @@ def _load_folder(folder: Path, spec: ModelSpec, report: Progress, hint: str = ""
     # Tokenizer first: it is quick and fails fast before the slow weight load.
     report("Loading tokenizer…", None)
     with _load_errors(f"the tokenizer in {folder}{hint}"):
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(folder, **NO_REMOTE)
     report("Loading model…", None)
     with _load_errors(f"the model in {folder}{hint}"):
         model = AutoModelForCausalLM.from_pretrained(
-            folder, dtype=getattr(torch, spec.dtype), local_files_only=True, **_placement(spec.device)
+            folder, dtype=getattr(torch, spec.dtype), **NO_REMOTE, **_placement(spec.device)
         )
     return model, tokenizer
 
@@ -163,14 +166,14 @@ def _load_gguf(path: Path, spec: ModelSpec, report: Progress):
 
     report("Loading tokenizer…", None)
     with _load_errors(f"the GGUF file {path}"):
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, **NO_REMOTE)
     report("Loading model…", None)
     with _load_errors(f"the GGUF file {path}"):
         model = AutoModelForCausalLM.from_pretrained(
             path.parent,
             gguf_file=path.name,
             dtype=getattr(torch, spec.dtype),
-            local_files_only=True,
+            **NO_REMOTE,
             **_placement(spec.device),
         )
     return model, tokenizer
@@ -288,6 +291,12 @@ def _load_errors(what: str) -> Iterator[None]:
     except (MemoryError, torch.OutOfMemoryError) as exc:
         raise _out_of_memory(what) from exc
     except Exception as exc:
+        if "custom code" in str(exc) or "trust_remote_code" in str(exc):
+            raise ModelLoadError(
+                f"Could not load {what}: it needs custom code (Python files that come with the model), and "
+                "Omnidesk never runs code from a model folder. This model is not supported; choose one that "
+                "transformers supports without custom code."
+            ) from exc
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         if "out of memory" in detail.lower() or "can't allocate memory" in detail.lower():
             raise _out_of_memory(what) from exc
