@@ -24,6 +24,11 @@ RENDER_EVERY_S = 0.05  # long texts re-render at most this often while streaming
 MARKDOWN = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
 
 
+def _may_link(text: str) -> bool:
+    """Whether Markdown may hold a link or an image ([x](y), <x:y>, a bare URL, www., an email)."""
+    return "](" in text or "://" in text or "www." in text or "@" in text or ("<" in text and ":" in text)
+
+
 class MarkdownView(QTextBrowser):
     """Set the text with `set_text`; `text()` is the source as given."""
 
@@ -79,18 +84,22 @@ class MarkdownView(QTextBrowser):
     def _defuse(self) -> None:
         """Links that may open keep their look and show their whole address on hover; any other
         link becomes plain text; an image becomes "[image: its alt text]" and is never loaded."""
+        if not _may_link(self._source):
+            return
         doc, cursor = self.document(), QTextCursor(self.document())
         block = doc.begin()
         while block.isValid():
-            frags = []
+            found = []
             it = block.begin()
             while not it.atEnd():
-                frags.append(it.fragment())
-                it += 1
-            for frag in reversed(frags):  # from the end: replacing an image shifts what follows
+                frag = it.fragment()
                 fmt = frag.charFormat()
-                cursor.setPosition(frag.position())
-                cursor.setPosition(frag.position() + frag.length(), QTextCursor.MoveMode.KeepAnchor)
+                if fmt.isImageFormat() or fmt.isAnchor():
+                    found.append((frag.position(), frag.length(), fmt))
+                it += 1
+            for start, length, fmt in reversed(found):  # from the end: an image's text shifts what follows
+                cursor.setPosition(start)
+                cursor.setPosition(start + length, QTextCursor.MoveMode.KeepAnchor)
                 if fmt.isImageFormat():
                     alt = str(fmt.property(QTextFormat.Property.ImageAltText) or "").strip()
                     cursor.insertText(f"[image: {alt}]" if alt else "[image]", QTextCharFormat())
