@@ -19,16 +19,22 @@ log = logging.getLogger(__name__)
 class Liveness:
     """`beat_s`: a worker sends a heartbeat at least this often, idle or busy. `hang_after_s`: a
     worker silent (or busy without progress) this long is declared hung. Progress is counted per
-    model layer, so even one long prefill chunk on a slow CPU keeps beating."""
+    model layer, so even one long prefill chunk on a slow CPU keeps beating; where one layer is
+    seen to take long (a big model on a slow CPU), the deadline grows to `slack` times the longest
+    gap seen between two steps of progress, up to `hang_max_s`."""
 
     beat_s: float = 0.5
     hang_after_s: float = 5.0
+    slack: float = 3.0
+    hang_max_s: float = 60.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.beat_s <= 10.0:
             raise ValueError(f"beat_s must be in (0, 10] seconds (got {self.beat_s}).")
         if self.hang_after_s < 2 * self.beat_s:
             raise ValueError(f"hang_after_s must be at least two heartbeats (got {self.hang_after_s}).")
+        if self.slack < 1.0 or self.hang_max_s < self.hang_after_s:
+            raise ValueError("slack must be ≥ 1 and hang_max_s ≥ hang_after_s.")
 
 
 class Pulse:
@@ -84,7 +90,7 @@ class Watchdog:
     """Host side. Fed every heartbeat (from any thread); while armed, a daemon thread calls
     `on_hung(silent_s)` once when no progress came for `hang_after_s`: no heartbeat at all, or
     only heartbeats of a busy worker whose work count stands still. Disarmed while the worker
-    loads, is down or is closing; `arm()` again when it is up."""
+    loads, is down or is closing; `arm()` again when it is up. The thread calls `check()`."""
 
     def __init__(self, liveness: Liveness, on_hung: Callable[[float], None], name: str,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -94,6 +100,8 @@ class Watchdog:
         self._closed = threading.Event()
         self._last = 0.0
         self._work: int | None = None
+        self._busy = False
+        self.slowest = 0.0  # longest gap seen between two steps of progress of a busy worker
         self._thread: threading.Thread | None = None
 
     def arm(self) -> None:
@@ -110,8 +118,17 @@ class Watchdog:
     def beat(self, beat: Heartbeat) -> None:
         with self._lock:
             if beat.running == 0 or beat.work != self._work:
-                self._last = self.clock()
-            self._work = beat.work
+                now = self.clock()
+                if self._busy and beat.running and self._work is not None:
+                    self.slowest = max(self.slowest, now - self._last)
+                self._last = now
+            self._work, self._busy = beat.work, beat.running > 0
+
+    @property
+    def deadline_s(self) -> float:
+        """How long the worker may go without progress now (grows on a slow machine)."""
+        live = self.liveness
+        return max(live.hang_after_s, min(live.slack * self.slowest, live.hang_max_s))
 
     def close(self) -> None:
         self._closed.set()
@@ -119,14 +136,19 @@ class Watchdog:
     def _watch(self) -> None:
         period = min(0.25, self.liveness.hang_after_s / 6)
         while not self._closed.wait(period):
-            with self._lock:
-                silent = self.clock() - self._last
-                fire = self._armed and silent > self.liveness.hang_after_s
-                if fire:
-                    self._armed = False
+            self.check()
+
+    def check(self) -> bool:
+        """Declare the worker hung (once per arming) if it is past its deadline."""
+        with self._lock:
+            silent = self.clock() - self._last
+            fire = self._armed and silent > self.deadline_s
             if fire:
-                log.error("Worker %s made no progress for %.1f s: declared hung", self.name, silent)
-                try:
-                    self.on_hung(silent)
-                except Exception:  # the watchdog must outlive a failing handler
-                    log.exception("Handling hung worker %s failed", self.name)
+                self._armed = False
+        if fire:
+            log.error("Worker %s made no progress for %.1f s: declared hung", self.name, silent)
+            try:
+                self.on_hung(silent)
+            except Exception:  # the watchdog must outlive a failing handler
+                log.exception("Handling hung worker %s failed", self.name)
+        return fire
