@@ -106,25 +106,22 @@ class Worker(CommandIntake):
         """Run until Shutdown: block on the inbox while idle, tick while busy. With `beat`, send a
         Heartbeat at least every `beat_s`, idle or busy (see heartbeat.Pulse). An exception that
         escapes here is a bug of the loop: the host reports the worker down."""
-        pulse = Pulse(beat, beat_s) if beat is not None else None
-        if pulse is not None:
+        pulse = Pulse(beat or (lambda _: None), beat_s)
+        if beat is not None:
             pulse.attach(self.model)
         try:
             while not self.closed:
                 if not (self.waiting or self.prefilling or self.decoding):
-                    if pulse is not None:
-                        pulse.idle(self.resets)
+                    pulse.idle(self.resets)
                     try:
                         item = self.inbox.get(timeout=idle_wait)
                     except queue.Empty:
                         continue
                     self._handle(*item)
                 self.step()
-                if pulse is not None:
-                    pulse.tick(self.running + len(self.waiting), self.resets)
+                pulse.tick(self.running + len(self.waiting), self.resets)
         finally:
-            if pulse is not None:
-                pulse.detach()
+            pulse.detach()
 
     # ------------------------------------------------------------------ scheduling
 
