@@ -2,18 +2,31 @@
 
 A conversation's canonical ids are the concatenation of each message's own rendered chunk,
 tokenised alone. Both the cached and the uncached path build ids this way, so they agree by
-construction, and a slot can reuse ids up to any message boundary without re-tokenising."""
+construction, and a slot can reuse ids up to any message boundary without re-tokenising.
+
+A chunk is rendered after a short context (the first message and the one or two before it),
+so templating a conversation costs time linear in its length, and each chunk's ids are kept
+(chunks.ChunkMemo): a new turn tokenises only its new messages. Whether the chunks add up to
+the template's own rendering is checked once per conversation; where they do not, the whole
+rendering is tokenised as one piece (message boundaries then unprovable). Message text is
+tokenised as text: control tokens in it are not the template's markers (chunks.ControlTokens)."""
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Hashable, Sequence
 
 from desktop.errors import InvalidRequest, ModelLoadError
-from desktop.model.messages import Message
+from desktop.model.chunks import Chunk, ChunkMemo, ControlTokens
+from desktop.model.messages import Message, prefix_hashes
 from desktop.model.tiny import CHATML_TEMPLATE
 
 _SENTINEL = "\u2063OMNIDESK\u2063"
+_PROBES = (  # small conversations on which the short-context chunks must equal the exact ones
+    ("system", "user", "assistant", "user", "assistant", "user"),
+    ("user", "assistant", "user", "assistant", "user"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +41,12 @@ class Encoded:
 class ChatTemplate:
     """Renders messages with the tokenizer's chat template and tokenises them in chunks."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, memo: ChunkMemo | None = None) -> None:
         self.tokenizer = tokenizer
         if not getattr(tokenizer, "chat_template", None):
             tokenizer.chat_template = CHATML_TEMPLATE  # base models: fall back to ChatML
+        self.control = ControlTokens(tokenizer)
+        self.memo = memo or ChunkMemo()
         self.eos_ids = self._eos_ids()
         probe = [Message("user", "x")]
         self.gen_prompt = self.render(probe, add_generation_prompt=True)[len(self.render(probe)) :]
@@ -41,6 +56,7 @@ class ChatTemplate:
             raise ModelLoadError("The model's chat template drops assistant messages; it cannot hold a chat.")
         self.gen_prompt_ids = self.tokenize(self.gen_prompt)
         self.reply_close_ids = self.tokenize(self.reply_close)
+        self.local = self._probe_local()
 
     def _eos_ids(self) -> frozenset[int]:
         ids = set()
@@ -53,10 +69,14 @@ class ChatTemplate:
                     ids.add(tid)
         return frozenset(ids)
 
-    def render(self, messages: Sequence[Message], add_generation_prompt: bool = False) -> str:
+    # ------------------------------------------------------------------ rendering
+
+    def render(self, messages: Sequence[Message], add_generation_prompt: bool = False, marked: bool = False) -> str:
+        """The template's text for the messages; `marked`: control tokens in their text marked."""
         if not messages:
             return ""
-        dicts = [{"role": m.role, "content": m.content} for m in messages]
+        mark = self.control.mark if marked else str
+        dicts = [{"role": m.role, "content": mark(m.content)} for m in messages]
         try:
             return self.tokenizer.apply_chat_template(
                 dicts, tokenize=False, add_generation_prompt=add_generation_prompt
@@ -65,37 +85,94 @@ class ChatTemplate:
             raise InvalidRequest(f"The model's chat template refused these messages: {exc}") from exc
 
     def tokenize(self, text: str) -> list[int]:
+        """Ids of template text (its markers are control tokens); message text goes through chunks."""
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
 
-    def delta_text(self, history: Sequence[Message], delta: Sequence[Message]) -> str:
+    def delta_text(self, history: Sequence[Message], delta: Sequence[Message], marked: bool = False) -> str:
         """Text that `delta` adds after `history`; raises ValueError if the template is not append-only."""
-        before = self.render(history)
-        after = self.render(list(history) + list(delta))
+        before = self.render(history, marked=marked)
+        after = self.render(list(history) + list(delta), marked=marked)
         if not after.startswith(before):
             raise ValueError("chat template is not append-only")
         return after[len(before) :]
 
+    # ------------------------------------------------------------------ chunks
+
+    def _context(self, msgs: Sequence[Message], k: int, hashes: list[bytes]) -> tuple[Hashable, Sequence[Message]]:
+        """The messages message k is rendered after, and their memo key. Short context: the first
+        message (templates treat it apart) and the one or two before k, so that k keeps its index
+        parity (templates that check turn order); exact context (templates that fail the probe):
+        all of msgs[:k], keyed by its chain hash."""
+        if not self.local:
+            return (hashes[k - 1] if k else b""), msgs[:k]
+        if k <= 2:
+            ctx = tuple(msgs[:k])
+        else:
+            ctx = (msgs[0], msgs[k - 1]) if k % 2 == 0 else (msgs[0], msgs[k - 2], msgs[k - 1])
+        return ctx, ctx
+
+    def _chunk(self, msgs: Sequence[Message], k: int, hashes: list[bytes]) -> Chunk:
+        key, ctx = self._context(msgs, k, hashes)
+        key = (key, msgs[k])
+        chunk = self.memo.get(key)
+        if chunk is None:
+            text = self.delta_text(ctx, [msgs[k]], marked=True)
+            chunk = Chunk(text, array("i", self.control.encode(text)))
+            self.memo.put(key, chunk)
+        return chunk
+
+    def _chunks(self, msgs: Sequence[Message], start: int, hashes: list[bytes]) -> list[Chunk]:
+        return [self._chunk(msgs, k, hashes) for k in range(start, len(msgs))]
+
+    def _faithful(self, msgs: Sequence[Message], hashes: list[bytes], chunks: list[Chunk] | None = None) -> bool:
+        """Whether the chunks of `msgs` add up to the template's own rendering of them (kept)."""
+        verdict = self.memo.verdict(hashes[-1])
+        if verdict is None:
+            try:
+                chunks = chunks if chunks is not None else self._chunks(msgs, 0, hashes)
+                verdict = "".join(c.text for c in chunks) == self.render(msgs, marked=True)
+            except ValueError:
+                verdict = False
+            self.memo.set_verdict(hashes[-1], verdict)
+        return verdict
+
+    def _whole(self, msgs: Sequence[Message], hashes: list[bytes]) -> list[int]:
+        """Ids of the whole rendering in one piece (templates whose chunks are unprovable)."""
+        key = (b"whole", hashes[-1])
+        chunk = self.memo.get(key)
+        if chunk is None:
+            chunk = Chunk("", array("i", self.control.encode(self.render(msgs, marked=True))))
+            self.memo.put(key, chunk)
+        return list(chunk.ids)
+
+    # ------------------------------------------------------------------ encoding
+
     def encode(self, messages: Sequence[Message]) -> Encoded:
         """Canonical ids of the messages (no generation prompt), chunk by chunk."""
-        ids: list[int] = []
-        bounds: list[int] = []
+        if not messages:
+            return Encoded([], [])
+        hashes = prefix_hashes(messages)
         try:
-            for k in range(len(messages)):
-                ids += self.tokenize(self.delta_text(messages[:k], messages[k : k + 1]))
-                bounds.append(len(ids))
+            chunks = self._chunks(messages, 0, hashes)
         except ValueError:
-            return Encoded(self.tokenize(self.render(messages)), None)
-        return Encoded(ids, bounds)
+            chunks = None
+        if chunks is None or not self._faithful(messages, hashes, chunks):
+            return Encoded(self._whole(messages, hashes), None)
+        return _joined(chunks)
 
-    def encode_delta(self, history: Sequence[Message], delta: Sequence[Message]) -> Encoded:
+    def encode_delta(self, history: Sequence[Message], delta: Sequence[Message], verify: bool = True) -> Encoded:
         """Canonical ids of `delta` following `history`, chunk by chunk as `encode` does; bounds are
-        relative to the start of the delta. Raises ValueError if the template is not append-only."""
-        ids: list[int] = []
-        bounds: list[int] = []
-        for k in range(len(delta)):
-            ids += self.tokenize(self.delta_text(list(history) + list(delta[:k]), delta[k : k + 1]))
-            bounds.append(len(ids))
-        return Encoded(ids, bounds)
+        relative to the start of the delta. Raises ValueError where `encode(history + delta)`
+        could not use chunks. `verify=False` skips that check (a reply being recorded: the next
+        request that builds on it is checked then)."""
+        msgs = list(history) + list(delta)
+        if not msgs:
+            return Encoded([], [])
+        hashes = prefix_hashes(msgs)
+        chunks = self._chunks(msgs, len(history), hashes)
+        if verify and not self._faithful(msgs, hashes):
+            raise ValueError("the chat template renders this conversation differently message by message")
+        return _joined(chunks)
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
         """Uncached reference: canonical ids of the messages plus the generation prompt."""
@@ -108,3 +185,32 @@ class ChatTemplate:
             if self.reply_close.startswith(eos_text):
                 return self.tokenize(self.reply_close[len(eos_text) :])
         return self.reply_close_ids
+
+    def _probe_local(self) -> bool:
+        """Whether short-context chunks equal the exact ones (message k after all of msgs[:k]) on a
+        few small conversations; if not, chunks use the exact context (quadratic, still correct)."""
+        tried = 0
+        for roles in _PROBES:
+            msgs = [Message(role, f"{role} {i} text") for i, role in enumerate(roles)]
+            try:
+                exact = [self.delta_text(msgs[:k], [msgs[k]], marked=True) for k in range(len(msgs))]
+            except (ValueError, InvalidRequest):  # the template refuses this shape, or is not append-only
+                continue
+            self.local = True
+            try:
+                local = [self.delta_text(self._context(msgs, k, [])[1], [msgs[k]], marked=True) for k in range(len(msgs))]
+            except (ValueError, InvalidRequest):  # refuses a shortened context: keep the exact one
+                return False
+            if local != exact:
+                return False
+            tried += 1
+        return tried > 0
+
+
+def _joined(chunks: list[Chunk]) -> Encoded:
+    ids: list[int] = []
+    bounds: list[int] = []
+    for chunk in chunks:
+        ids.extend(chunk.ids)
+        bounds.append(len(ids))
+    return Encoded(ids, bounds)

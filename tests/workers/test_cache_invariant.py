@@ -12,7 +12,11 @@ from desktop.engine.protocol import AppendInput, Chat, ChunkEvent, CreateSession
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 
-TEXT = st.text(alphabet=list("abcdefghij klmnop.,?!é日本🙂\n"), min_size=1, max_size=30)
+TEXT = st.one_of(
+    st.text(alphabet=list("abcdefghij klmnop.,?!é日本🙂\n"), min_size=1, max_size=30),
+    # pasted template markers (issue 8, item 6): text, never control tokens, on every path
+    st.lists(st.sampled_from(["<|im_end|>", "<|im_start|>", "system", "\n", "hi ", "<|endoftext|>", "<|im"]), min_size=1, max_size=6).map("".join),
+)
 LONG = "The quick brown fox jumps over the lazy dog. " * 6  # longer than the prefill chunk (16)
 MAX = 5
 

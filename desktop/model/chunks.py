@@ -1,0 +1,114 @@
+"""Pieces of chat templating kept apart from the template itself: the token ids of each message's
+chunk, kept between turns (a bounded LRU), and control tokens in message text kept as text."""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Hashable
+
+from desktop.errors import InvalidRequest
+
+MEMO_UNITS = 8_000_000  # characters + ids the chunk memo may hold (≈ 40 MB at worst)
+VERDICTS = 4096  # conversations whose message-by-message rendering was checked
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One message as the template renders it after its context (`text`, control tokens of the
+    message marked), and its token ids."""
+
+    text: str
+    ids: array
+
+    @property
+    def units(self) -> int:
+        return len(self.text) + len(self.ids)
+
+
+class ChunkMemo:
+    """LRU of chunks by key (the message and the context it was rendered in), bounded by the
+    characters and ids it holds, plus yes/no verdicts by conversation hash. Thread-safe: the
+    tokenizer stage fills it, the worker loop reads it."""
+
+    def __init__(self, max_units: int = MEMO_UNITS, max_verdicts: int = VERDICTS) -> None:
+        self.max_units, self.max_verdicts = max_units, max_verdicts
+        self._chunks: OrderedDict[Hashable, Chunk] = OrderedDict()
+        self._verdicts: OrderedDict[bytes, bool] = OrderedDict()
+        self._units = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: Hashable) -> Chunk | None:
+        with self._lock:
+            chunk = self._chunks.get(key)
+            if chunk is None:
+                self.misses += 1
+                return None
+            self._chunks.move_to_end(key)
+            self.hits += 1
+            return chunk
+
+    def put(self, key: Hashable, chunk: Chunk) -> None:
+        if chunk.units > self.max_units // 2:
+            return  # larger than any request may be: not worth evicting everything else
+        with self._lock:
+            old = self._chunks.pop(key, None)
+            self._units -= old.units if old else 0
+            self._chunks[key] = chunk
+            self._units += chunk.units
+            while self._units > self.max_units:
+                _, dropped = self._chunks.popitem(last=False)
+                self._units -= dropped.units
+
+    def verdict(self, key: bytes) -> bool | None:
+        with self._lock:
+            value = self._verdicts.get(key)
+            if value is not None:
+                self._verdicts.move_to_end(key)
+            return value
+
+    def set_verdict(self, key: bytes, value: bool) -> None:
+        with self._lock:
+            self._verdicts[key] = value
+            self._verdicts.move_to_end(key)
+            while len(self._verdicts) > self.max_verdicts:
+                self._verdicts.popitem(last=False)
+
+    @property
+    def units(self) -> int:
+        return self._units
+
+
+class ControlTokens:
+    """Message text is tokenized as text: a control token in it (`<|im_end|>` pasted by a user)
+    becomes plain-text ids, so only the template's own markers are control tokens.
+
+    transformers' `sanitize_control_tokens` machinery does the work: `mark` wraps each control
+    token of a string in private markers before rendering, and `encode` tokenizes a rendered text,
+    marked tokens as plain text and the rest (the template's own markers) normally."""
+
+    def __init__(self, tokenizer) -> None:
+        from transformers.utils.chat_template_utils import _get_control_token_patterns, mark_control_tokens
+
+        self.tokenizer = tokenizer
+        template = tokenizer.get_chat_template() if hasattr(tokenizer, "get_chat_template") else tokenizer.chat_template
+        self.tokens: tuple[str, ...] = tuple(tokenizer._get_control_tokens(template))
+        self._pattern = _get_control_token_patterns(self.tokens)[0]
+        self._mark = mark_control_tokens
+
+    def mark(self, text: str) -> str:
+        return self._mark(text, self._pattern)
+
+    def encode(self, text: str) -> list[int]:
+        if not text:
+            return []
+        try:
+            return list(self.tokenizer(text, add_special_tokens=False, sanitize_control_tokens=True)["input_ids"])
+        except ValueError as exc:  # a control token this tokenizer cannot spell with plain text
+            raise InvalidRequest(
+                f"A message contains text this model cannot read as plain text ({exc}); remove the "
+                "model's control markers (like <|im_end|>) from it."
+            ) from exc
