@@ -4,7 +4,6 @@ and a shutdown sentinel that the window, Ctrl+C or Qt's aboutToQuit resolve (onc
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import signal
@@ -18,6 +17,7 @@ from PySide6.QtWidgets import QApplication
 
 from desktop import __version__
 from desktop.composition import Composition
+from desktop.gc_policy import collect_on_qt_thread
 from desktop.logs import log_failure, setup_logging
 from desktop.qtdeps import platform_problem, route_qt_messages
 from desktop.settings import config_dir, load_settings
@@ -42,16 +42,9 @@ def configure_app(app: QApplication) -> None:
 
 
 def collect_garbage_on_qt_thread(app: QApplication) -> None:
-    """Cyclic garbage is collected by a timer on the Qt thread, never by whichever thread happens
-    to allocate: a collection on a worker, TTS or relay thread can destroy a QObject with a live
-    timer off its thread, and Qt then crashes on the next timer event."""
-    gc.disable()
-    timer = QTimer(app)
-    timer.setInterval(1000)
-    ticks = iter(range(1 << 62))
-    timer.timeout.connect(lambda: gc.collect(2 if next(ticks) % 30 == 29 else 1))  # full pass every 30 s
-    timer.start()
-    app.aboutToQuit.connect(gc.enable)
+    """Cyclic garbage is collected on the Qt thread only, in short passes; the start-up heap is
+    frozen (see desktop.gc_policy)."""
+    collect_on_qt_thread(app)
 
 
 class AppEventLoop(qasync.QEventLoop):

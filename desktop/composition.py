@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 
 from desktop.engine.gateway import Gateway
 from desktop.errors import OmnideskError
+from desktop.gc_policy import settle_heap
 from desktop.media.devices import output_devices
 from desktop.model.loader import ModelSpec
 from desktop.settings import Settings, save_settings
@@ -82,6 +83,7 @@ class Composition(QObject):
         window.closed.connect(self._window_closed)
         self.chat_page = self._make_chat_page()
         window.set_chat_page(self.chat_page)
+        settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self._boot_task = self.spawn(self._boot())
         presets = getattr(self.chat_page, "presets", None)
@@ -132,7 +134,7 @@ class Composition(QObject):
         self.engine_state.emit("loading")
         try:
             spec = settings.model_spec()
-            hosts = make_hosts(spec, settings.worker_config(), settings.workers, cores=worker_cores())
+            hosts = engine_hosts(settings)
         except OmnideskError as err:
             return self._failed(err.message)
         monitor = EngineMonitor()
@@ -306,6 +308,16 @@ def model_info(statuses: list[WorkerStatus | None], spec: ModelSpec) -> tuple[st
         if status is not None and status.model:
             return status.model, status.supports_images
     return spec.source, False
+
+
+def engine_hosts(settings: Settings) -> list[WorkerHost]:
+    """The workers for the settings' model. A real model never runs in the window's process: its
+    imports, tokenizer parse and weight loading hold the GIL for 40-200 ms at a time, and its objects
+    would fill the heap that the Qt thread's garbage collector scans. Only the tiny test model, built
+    in code in milliseconds, stays on a thread (tests start many of them). Raises OmnideskError."""
+    spec = settings.model_spec()
+    return make_hosts(spec, settings.worker_config(), settings.workers, cores=worker_cores(),
+                      isolate=spec.source != "tiny")
 
 
 def worker_cores() -> int:

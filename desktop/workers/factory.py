@@ -1,5 +1,5 @@
 """Which worker hosts to start for a model: one spawned subprocess per CUDA GPU; on the CPU a
-configurable number (default 1: a thread host; more: subprocesses sharing the cores)."""
+configurable number (default 1: a thread host unless isolated; more: subprocesses sharing the cores)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,10 @@ def cuda_devices() -> int:
 
 
 def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, cores: int | None = None, *,
-               liveness: Liveness = Liveness()) -> list[WorkerHost]:
-    """Every host watches its worker's heartbeats with `liveness`."""
+               isolate: bool = False, liveness: Liveness = Liveness()) -> list[WorkerHost]:
+    """`isolate`: a single CPU worker runs in a subprocess too, not on a thread of this process
+    (the window's process: a model there holds the GIL for 40-200 ms at a time while it loads).
+    Every host watches its worker's heartbeats with `liveness`."""
     cores = cores or os.cpu_count() or 1
     if spec.device == "cuda":
         gpus = cuda_devices()
@@ -33,7 +35,7 @@ def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, core
             return [ProcessHost(f"gpu{i}", spec, config, gpu=i, threads=1, liveness=liveness) for i in range(gpus)]
     if spec.device.startswith("cuda:"):
         return [ProcessHost(f"gpu{spec.device[5:]}", spec, config, gpu=int(spec.device[5:]), threads=1, liveness=liveness)]
-    if cpu_workers <= 1:
+    if cpu_workers <= 1 and not isolate:
         return [ThreadHost("cpu0", spec, config, threads=cores, liveness=liveness)]
     per = max(1, cores // cpu_workers)  # oversubscribed OpenMP threads are pathologically slow
     return [ProcessHost(f"cpu{i}", spec, config, threads=per, liveness=liveness) for i in range(cpu_workers)]
