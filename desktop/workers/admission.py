@@ -147,7 +147,8 @@ class Admission:
             if seq.generated and bounds is not None:
                 reply = Message("assistant", text)
                 try:
-                    canon = canon + w.template.encode_delta(msgs, [reply]).ids
+                    # unchecked: the request that builds on this reply checks its whole conversation
+                    canon = canon + w.template.encode_delta(msgs, [reply], verify=False).ids
                     msgs, bounds = msgs + (reply,), bounds + [len(canon)]
                 except ValueError:
                     bounds = None

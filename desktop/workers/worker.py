@@ -30,6 +30,7 @@ from desktop.errors import OmnideskError
 from desktop.model import kv
 from desktop.model.detok import StreamDecoder
 from desktop.model.loader import LoadedModel
+from desktop.model.messages import char_limit
 from desktop.model.sampling import Sampler, sample_batch
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Pulse
@@ -40,6 +41,7 @@ from desktop.workers.commands import CommandIntake
 from desktop.workers.slots import SlotTable
 from desktop.workers.spc import SystemPromptCache
 from desktop.workers.stats import WorkerCounters, finish_stats
+from desktop.workers.tokenizer_stage import TokenizerStage
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class Worker(CommandIntake):
         self.spc = SystemPromptCache()
         self.batch = kv.DecodeBatch()
         self.inbox: queue.SimpleQueue[tuple[Command, float]] = queue.SimpleQueue()
+        # commands reach the inbox through the tokenizer stage: ids are made before the loop sees them
+        self.stage = TokenizerStage(self.template, lambda cmd, t: self.inbox.put((cmd, t)), char_limit(loaded.context_length))
         self.waiting: deque[Seq] = deque()
         self.prefilling: list[Seq] = []
         self.decoding: dict[str, Seq] = {}
@@ -76,7 +80,7 @@ class Worker(CommandIntake):
     # ------------------------------------------------------------------ driving
 
     def submit(self, cmd: Command) -> None:
-        self.inbox.put((cmd, self.clock()))
+        self.stage.submit(cmd, self.clock())
 
     @property
     def running(self) -> int:
@@ -106,6 +110,7 @@ class Worker(CommandIntake):
         """Run until Shutdown: block on the inbox while idle, tick while busy. With `beat`, send a
         Heartbeat at least every `beat_s`, idle or busy (see heartbeat.Pulse). An exception that
         escapes here is a bug of the loop: the host reports the worker down."""
+        self.stage.start()  # from now on a long tokenisation runs beside the loop, not in it
         pulse = Pulse(beat or (lambda _: None), beat_s)
         if beat is not None:
             pulse.attach(self.model)

@@ -1,0 +1,120 @@
+"""The worker's tokenizer stage: a Chat's messages are templated and tokenised on a thread of
+their own before the command reaches the scheduling loop, so running decodes never wait for it.
+
+The stage only warms the template's chunk memo (chat_template / chunks.ChunkMemo): the loop then
+finds every message's ids made. Correctness never depends on it: whatever the stage did not
+prepare (evicted, a session's messages, a stage not started), the loop computes itself."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from typing import Callable
+
+from desktop.engine.protocol import Chat, Command, CreateSession, Reset, Shutdown, Stop
+from desktop.model.chat_template import ChatTemplate
+from desktop.model.messages import Message, parse_messages
+
+log = logging.getLogger(__name__)
+Forward = Callable[[Command, float], None]
+
+
+class TokenizerStage:
+    """Commands pass through in order. Until `start()` (and in the terminal chat and tests, which
+    step the worker themselves) a command is prepared on the caller's thread; after it, on the
+    stage's thread. Stop, Shutdown and Reset never wait behind a long tokenisation."""
+
+    def __init__(self, template: ChatTemplate, forward: Forward, max_chars: int) -> None:
+        self.template, self.forward, self.max_chars = template, forward, max_chars
+        self._queue: deque[tuple[Command, float]] = deque()
+        self._busy: tuple[Command, float] | None = None  # being prepared on the stage thread
+        self._busy_sent = False  # it was sent on early (a Stop or Shutdown flushed the stage)
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @property
+    def pending(self) -> int:
+        """Commands held in the stage (queued or being prepared)."""
+        with self._cond:
+            return len(self._queue) + (self._busy is not None and not self._busy_sent)
+
+    def start(self) -> None:
+        """Prepare on a thread of the stage from now on (the worker's serve loop calls this)."""
+        with self._cond:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name="tokenizer-stage", daemon=True)
+                self._thread.start()
+
+    def submit(self, cmd: Command, t_arrival: float) -> None:
+        with self._cond:
+            if self._thread is None:  # not started: prepare here, in order (callers are serialised)
+                self._prepare(cmd)
+                self.forward(cmd, t_arrival)
+            elif self._closed:  # after Shutdown: the worker answers (or has gone), nothing to prepare
+                self.forward(cmd, t_arrival)
+            elif isinstance(cmd, (Shutdown, Reset)):
+                self._flush(None)
+                self.forward(cmd, t_arrival)
+                self._closed = self._closed or isinstance(cmd, Shutdown)
+                self._cond.notify()
+            elif isinstance(cmd, Stop):
+                self._flush(cmd.request_id)  # the request itself goes on first, unprepared
+                self.forward(cmd, t_arrival)
+            elif not self._needs_stage(cmd):
+                self.forward(cmd, t_arrival)
+            else:
+                self._queue.append((cmd, t_arrival))
+                self._cond.notify()
+
+    def _needs_stage(self, cmd: Command) -> bool:
+        """Chats and session starts are prepared; anything of a session with a command still in the
+        stage waits behind it (a session's commands stay in order)."""
+        if isinstance(cmd, (Chat, CreateSession)):
+            return True
+        session = getattr(cmd, "session_id", None)
+        held = [c for c, _ in self._queue] + ([self._busy[0]] if self._busy and not self._busy_sent else [])
+        return session is not None and any(getattr(c, "session_id", None) == session for c in held)
+
+    def _flush(self, request_id: str | None) -> None:
+        """Send on, unprepared and in order, what the stage holds: everything (None) or the
+        commands up to `request_id`'s. Nothing if `request_id` is not in the stage."""
+        held = ([self._busy] if self._busy and not self._busy_sent else []) + list(self._queue)
+        ids = [c.request_id for c, _ in held]
+        if request_id is not None and request_id not in ids:
+            return
+        upto = len(held) if request_id is None else ids.index(request_id) + 1
+        for i, (cmd, t) in enumerate(held[:upto]):
+            if self._busy is not None and i == 0 and held[0] is self._busy:
+                self._busy_sent = True
+            else:
+                self._queue.popleft()
+            self.forward(cmd, t)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                self._busy, self._busy_sent = self._queue.popleft(), False
+            cmd, t = self._busy
+            self._prepare(cmd)  # outside the lock: Stop and Shutdown go through meanwhile
+            with self._cond:
+                if not self._busy_sent:
+                    self.forward(cmd, t)
+                self._busy = None
+
+    def _prepare(self, cmd: Command) -> None:
+        """Warm the template's memo with the command's ids. Never raises: the loop checks the
+        command again and reports what is wrong with it."""
+        try:
+            if isinstance(cmd, Chat):
+                self.template.encode(parse_messages(cmd.messages, self.max_chars))
+            elif isinstance(cmd, CreateSession) and isinstance(cmd.system, str) and cmd.system:
+                system = parse_messages([Message("system", cmd.system)], self.max_chars)
+                self.template.encode(system)
+        except Exception:  # an invalid request: the loop refuses it with the reason
+            log.debug("Tokenizer stage skipped %s", getattr(cmd, "request_id", cmd), exc_info=True)
