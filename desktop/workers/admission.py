@@ -98,9 +98,12 @@ class Admission:
         slot.request_id = seq.request_id
         if seq.cache is not None:
             pass  # a branch copied during planning
-        elif seq.spc_ids:
-            seq.cache = w.spc.get(seq.spc_ids, self.build_kv, w.device)
+        elif seq.spc_ids and (w.spc.has(seq.spc_ids) or len(seq.spc_ids) <= w.cfg.prefill_chunk):
+            seq.cache = w.spc.get(seq.spc_ids, self.build_kv, w.device)  # a build is one forward at most
             seq.kv_ids = list(seq.spc_ids)
+        elif seq.spc_ids:  # building it here would stall every running reply: prefill it in chunks
+            seq.cache, seq.kv_ids, seq.cached = kv.new_cache(w.model.config), [], 0
+            seq.kind, seq.spc_after = MatchKind.MISS.value, True
         elif seq.cached and slot.kv is not None:
             seq.cache = slot.kv
             kv.crop_to(seq.cache, seq.cached)
@@ -127,6 +130,8 @@ class Admission:
             log.error("Slot %d: KV (%d) and ids (%d) disagree after %s; dropping its cache",
                       slot.index, kv.agreed_len(cache), len(seq.kv_ids), seq.request_id)
             cache, seq.kv_ids = None, []
+        if seq.spc_after and cache is not None and seq.kv_ids[: len(seq.spc_ids)] == seq.spc_ids:
+            w.spc.put(seq.spc_ids, kv.clone_prefix(cache, len(seq.spc_ids)))
         if isinstance(seq.command, Generate) and not seq.generated:
             base = len(seq.target) - len(w.template.gen_prompt_ids)  # drop a half-fed reply prompt
             if len(seq.kv_ids) > base:

@@ -49,6 +49,7 @@ class Seq:
     canon: list[int] = field(default_factory=list)
     bounds: list[int] | None = None
     spc_ids: list[int] | None = None
+    spc_after: bool = False  # a long system prompt: kept in the SPC from this request's own prefill
     # generation
     sampler: Any = None
     decoder: Any = None
