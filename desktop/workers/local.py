@@ -46,7 +46,8 @@ class LocalClient:
         self.events[event.request_id].append(event)
 
     def submit(self, cmd: Command) -> None:
-        self.worker.submit(cmd)
+        with interrupts_held():  # submitting tokenises (inline stage): a command goes in whole or not at all
+            self.worker.submit(cmd)
 
     def stream(self, cmd: Command | None, request_id: str | None = None) -> Iterator[Event]:
         """Submit `cmd` (or follow an already submitted `request_id`) and yield its events as the
@@ -55,7 +56,7 @@ class LocalClient:
         Ctrl-C during a step surfaces as KeyboardInterrupt after that step, never inside it; the
         caller stops the request and follows it again with `stream(None, request_id)`."""
         if cmd is not None:
-            self.worker.submit(cmd)
+            self.submit(cmd)
             request_id = cmd.request_id
         box = self.events[request_id]
         while True:

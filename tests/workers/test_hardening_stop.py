@@ -145,3 +145,30 @@ def test_a_cut_short_step_costs_a_recompute_not_a_failure(tiny_lm, oracle, ctrl_
     conv += [Message("assistant", first.text), Message("user", "And then?")]
     done = client.run(Chat("c2", tuple(conv), SamplingParams(max_tokens=LIMIT)))[-1]
     assert isinstance(done, Done) and list(done.token_ids) == oracle.chat(conv, LIMIT)
+
+
+def test_ctrl_c_while_the_message_is_tokenised(tiny_lm, oracle, monkeypatch):
+    """Submitting tokenises the message (the tokenizer stage runs inline when the worker is
+    stepped directly): Ctrl-C there lets the request in whole, then stops it cleanly."""
+    client = make_client(tiny_lm, num_slots=2)
+    encode = tiny_lm.template.control.encode
+    fired = []
+
+    def interrupted_encode(text: str) -> list[int]:
+        if not fired:
+            fired.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+        return encode(text)
+
+    monkeypatch.setattr(tiny_lm.template.control, "encode", interrupted_encode)
+    conv = [Message("user", "A question never asked before, about a red balloon.")]
+    stream = client.stream(Chat("t1", tuple(conv), SamplingParams(max_tokens=LIMIT)))
+    with pytest.raises(KeyboardInterrupt):
+        next(stream)
+    assert fired
+    client.submit(Stop("t1"))
+    first = list(client.stream(None, "t1"))[-1]
+    assert isinstance(first, Done) and first.stats.finish_reason == "cancelled", first
+    monkeypatch.undo()
+    done = client.run(Chat("t2", tuple(conv), SamplingParams(max_tokens=LIMIT)))[-1]
+    assert isinstance(done, Done) and list(done.token_ids) == oracle.chat(conv, LIMIT)
