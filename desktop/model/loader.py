@@ -8,13 +8,13 @@ import logging
 import os
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
-from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError
+from desktop.errors import InvalidRequest, ModelLoadError
 from desktop.model.chat_template import ChatTemplate
+from desktop.model.load_errors import load_errors as _load_errors
 from desktop.model.default_model import (
     Progress,
     converted_default_dir,
@@ -277,42 +277,3 @@ def _check_device(device: str) -> None:
     index, count = int(device.partition(":")[2] or 0), torch.cuda.device_count()
     if index >= count:
         raise ModelLoadError(f"Device {device!r} does not exist: this machine has {count} CUDA device(s).")
-
-
-@contextmanager
-def _load_errors(what: str) -> Iterator[None]:
-    """Turn anything a load raises into a ModelLoadError naming `what`, cause chained."""
-    import torch
-
-    try:
-        yield
-    except OmnideskError:
-        raise
-    except (MemoryError, torch.OutOfMemoryError) as exc:
-        raise _out_of_memory(what) from exc
-    except Exception as exc:
-        if "custom code" in str(exc) or "trust_remote_code" in str(exc):
-            raise ModelLoadError(
-                f"Could not load {what}: it needs custom code (Python files that come with the model), and "
-                "Omnidesk never runs code from a model folder. This model is not supported; choose one that "
-                "transformers supports without custom code."
-            ) from exc
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        if "out of memory" in detail.lower() or "can't allocate memory" in detail.lower():
-            raise _out_of_memory(what) from exc
-        if type(exc).__name__ == "SafetensorError":
-            raise ModelLoadError(
-                f"The weights of {what} are corrupt or incomplete ({detail}). "
-                "Download or export the model again."
-            ) from exc
-        raise ModelLoadError(
-            f"Could not load {what}: {detail}. The files may be corrupt or incompletely downloaded, "
-            "or of a kind this version of transformers cannot load."
-        ) from exc
-
-
-def _out_of_memory(what: str) -> ModelLoadError:
-    return ModelLoadError(
-        f"Out of memory while loading {what}. Try a smaller dtype (bfloat16), a smaller model, "
-        "or close other programs to free memory."
-    )
