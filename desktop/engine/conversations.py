@@ -25,6 +25,7 @@ TITLE_CHARS = 40
 ROLES = ("user", "assistant", "system")
 MAX_FILE_BYTES = 64 << 20  # one conversation file; a larger one is set aside unread
 SET_ASIDE = "set-aside"  # the folder, under the store's, where unreadable files are moved
+STREAMING, INTERRUPTED = "streaming", "interrupted"  # StoredMessage.status of an unfinished reply
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -49,13 +50,16 @@ def title_from(text: str) -> str:
 @dataclass(slots=True)
 class StoredMessage:
     """One saved message; `stats` holds the TokenStats of an assistant reply (as a dict);
-    `images` the paths of images attached to a user message."""
+    `images` the paths of images attached to a user message. `status` of a reply: "" when it is
+    whole (finished or stopped), STREAMING while it is being written (saved as it streams), and
+    INTERRUPTED when its writing ended early (a crash: a STREAMING reply read back at start)."""
 
     role: str
     content: str
     stats: dict[str, Any] | None = None
     created: float = field(default_factory=time.time)
     images: list[str] = field(default_factory=list)
+    status: str = ""
 
 
 @dataclass(slots=True)
@@ -92,9 +96,11 @@ class Conversation:
             if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
                 raise ValueError(f"message {i + 1} has no valid role and text")
             images = m.get("images") if isinstance(m.get("images"), list) else []
+            unfinished = m.get("status") in (STREAMING, INTERRUPTED) and m["role"] == "assistant"
             messages.append(StoredMessage(m["role"], clean_text(m["content"]), reply_stats(m.get("stats")),
                                           timestamp(m.get("created")) or created,
-                                          [clean_text(p) for p in images if isinstance(p, str) and p and "\0" not in p]))
+                                          [clean_text(p) for p in images if isinstance(p, str) and p and "\0" not in p],
+                                          INTERRUPTED if unfinished else ""))  # whoever was writing it is gone
         system = data.get("system_prompt", "")
         if not isinstance(system, str):
             raise ValueError("its system prompt is not text")
@@ -214,7 +220,7 @@ class ConversationStore:
         message with `new_user_text` (and its images). It is saved; `conv` is left as it was."""
         if not 0 <= upto_index < len(conv.messages) or conv.messages[upto_index].role != "user":
             raise ValueError(f"Message {upto_index} is not a user message of this conversation.")
-        kept = [StoredMessage(m.role, m.content, dict(m.stats) if m.stats else None, m.created, list(m.images))
+        kept = [StoredMessage(m.role, m.content, dict(m.stats) if m.stats else None, m.created, list(m.images), m.status)
                 for m in conv.messages[:upto_index]]
         branch = self.new(conv.system_prompt, conv.preset)
         branch.parent = conv.id
@@ -231,7 +237,18 @@ class ConversationStore:
             raise KeyError(f"No conversation {conv_id!r}.")
         return conv
 
+    def write_snapshot(self, snapshot: Conversation) -> None:
+        """Write a copy of a saved conversation that nobody changes meanwhile, from any thread (a
+        reply's checkpoints are written off the Qt thread); the store keeps its own object, and a
+        conversation deleted meanwhile is not written back."""
+        if snapshot.id in self._convs:
+            self._write_file(snapshot)
+
     def _write(self, conv: Conversation) -> None:
+        self._write_file(conv)
+        self._convs[conv.id] = conv
+
+    def _write_file(self, conv: Conversation) -> None:
         data = conv.to_dict()
         text = json.dumps(data, ensure_ascii=False, indent=1)
         try:
@@ -239,7 +256,6 @@ class ConversationStore:
         except UnicodeEncodeError:  # a lone surrogate somewhere: escaped, it is still valid JSON
             raw = json.dumps(data, indent=1).encode("ascii")
         write_atomic(self.root / f"{conv.id}.json", raw)
-        self._convs[conv.id] = conv
 
 
 def _mtime(path: Path) -> float:

@@ -5,7 +5,7 @@ many messages it has."""
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from desktop.ui.chat.conversation_model import DATE_ROLE, DETAIL_ROLE
@@ -44,7 +44,8 @@ class ConversationDelegate(QStyledItemDelegate):
         title = self._title_rect(opt)
         if not opt.icon.isNull():
             side = title.height()
-            opt.icon.paint(painter, QRect(title.left(), title.top(), side, side))
+            opt.icon.paint(painter, QRect(title.left(), title.top(), side, side), Qt.AlignmentFlag.AlignCenter,
+                           QIcon.Mode.Selected if selected else QIcon.Mode.Normal)
             title.setLeft(title.left() + side + 4)
         small = detail_font(opt.font)
         sfm, quiet = QFontMetrics(small), blend(text_color, back, 0.38)

@@ -100,6 +100,10 @@ class ConversationList(QWidget):
         self.empty.setText("No matching conversations" if searching else "No conversations yet")
         self.empty.setVisible(not convs)
 
+    def set_replying(self, states: dict[str, str]) -> None:
+        """Mark the conversations whose reply is being written (id → "Replying…" or the like)."""
+        self.model.set_replying(states)
+
     def flush_search(self) -> None:
         """Search for what the box holds now (without waiting for the typing to pause)."""
         self._search_timer.stop()

@@ -7,16 +7,18 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 
 from desktop.engine.conversations import Conversation
 from desktop.engine.search import Hit
+from desktop.ui.chat.spinner import spinner_frames
 from desktop.ui.plain import plain_tip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 DETAIL_ROLE = Qt.ItemDataRole.UserRole + 2  # "6 messages", or while searching the matching text
 DATE_ROLE = Qt.ItemDataRole.UserRole + 3  # "Today 14:32": when it was last used
 UNTITLED = "New conversation"
+SPIN_MS = 80  # a frame of the spinner of a conversation whose reply is being written
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -61,6 +63,10 @@ class ConversationListModel(QAbstractListModel):
         self._rows: list[Conversation] = []
         self._hits: dict[str, Hit] = {}  # id → where a search matched its messages
         self._snippets: dict[str, str] = {}  # worked out for rows shown so far
+        self._replying: dict[str, str] = {}  # id → what its reply is doing ("Replying…"), shown as its detail
+        self._frames: list = []
+        self._frame = 0
+        self._spin = QTimer(self, interval=SPIN_MS, timeout=self._turn_spinner)
 
     def set_conversations(self, convs: Sequence[Conversation | Hit]) -> None:
         """Show these conversations (search hits: with the text that matched)."""
@@ -70,8 +76,36 @@ class ConversationListModel(QAbstractListModel):
         self._snippets = {}
         self.endResetModel()
 
+    def set_replying(self, states: dict[str, str]) -> None:
+        """The conversations whose reply is being written, each with a short line for its row
+        (a spinner turns beside their titles); {} when none."""
+        changed = set(states) ^ set(self._replying) | {k for k, v in states.items() if self._replying.get(k) != v}
+        self._replying = dict(states)
+        for conv_id in changed:
+            self._changed(self.row_of(conv_id))
+        if states and not self._spin.isActive():
+            self._spin.start()
+        elif not states:
+            self._spin.stop()
+
+    def replying(self, conv_id: str) -> str | None:
+        return self._replying.get(conv_id)
+
+    def _turn_spinner(self) -> None:
+        self._frame += 1
+        for conv_id in self._replying:
+            self._changed(self.row_of(conv_id), [Qt.ItemDataRole.DecorationRole])
+
+    def _changed(self, row: int, roles: list | None = None) -> None:
+        if row >= 0:
+            index = self.index(row, 0)
+            self.dataChanged.emit(index, index, roles or [])
+
     def detail(self, conv: Conversation) -> str:
-        """The second line of a row: the text a search matched, else the message count."""
+        """The second line of a row: what its reply is doing, the text a search matched, else the
+        message count."""
+        if conv.id in self._replying:
+            return self._replying[conv.id]
         hit = self._hits.get(conv.id)
         if hit is not None and conv.id not in self._snippets:
             self._snippets[conv.id] = hit.snippet()
@@ -102,6 +136,9 @@ class ConversationListModel(QAbstractListModel):
             return self.detail(conv)
         if role == DATE_ROLE:
             return list_date(conv.updated)
+        if role == Qt.ItemDataRole.DecorationRole and conv.id in self._replying:
+            self._frames = self._frames or spinner_frames()
+            return self._frames[self._frame % len(self._frames)]
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:

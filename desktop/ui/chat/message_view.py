@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from desktop.engine.conversations import StoredMessage
+from desktop.engine.conversations import INTERRUPTED, StoredMessage
 from desktop.ui.chat.message_widget import MessageWidget
 from desktop.ui.chat.notice import TurnNotice
 from desktop.ui.chat.style import CONTENT_MAX_WIDTH, muted
@@ -25,6 +25,7 @@ class MessageView(QScrollArea):
     edit_requested = Signal(int)
     regenerate_requested = Signal(int)
     replay_requested = Signal(int)
+    continue_requested = Signal(int)
     retry_requested = Signal()
     copied = Signal()
 
@@ -70,15 +71,17 @@ class MessageView(QScrollArea):
             widget.deleteLater()
         self._widgets = []
         for m in messages:
-            self.append(m.role, m.content, m.stats)
+            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED)
         self._follow = True
         self._refresh()
 
-    def append(self, role: str, text: str, stats: dict[str, Any] | None = None) -> MessageWidget:
-        widget = MessageWidget(role, text, len(self._widgets), stats)
+    def append(self, role: str, text: str, stats: dict[str, Any] | None = None, *,
+               interrupted: bool = False) -> MessageWidget:
+        widget = MessageWidget(role, text, len(self._widgets), stats, interrupted=interrupted)
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.replay_requested.connect(self.replay_requested)
+        widget.continue_requested.connect(self.continue_requested)
         widget.copied.connect(self.copied)
         self._list.insertWidget(self._list.count() - 1 - (self._notice is not None), widget)
         self._widgets.append(widget)
@@ -93,6 +96,12 @@ class MessageView(QScrollArea):
             widget.deleteLater()
         del self._widgets[count:]
         self._refresh()
+
+    def show_from(self, index: int, messages: Sequence[StoredMessage]) -> None:
+        """Redraw the messages from `index` on (after a reply ended and changed them)."""
+        self.truncate(index)
+        for m in messages[index:]:
+            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED)
 
     def widgets(self) -> list[MessageWidget]:
         return list(self._widgets)

@@ -1,6 +1,8 @@
 """One message in the chat view: who wrote it, its text (the assistant's as Markdown), the
 badge of a reply, and its actions — Copy on every message, Edit on the user's, Regenerate on
-the last reply, Replay on a spoken reply (with a note when it could not be spoken)."""
+the last reply, Replay on a spoken reply (with a note when it could not be spoken). Before a
+reply's first words it says what is happening (reading a long prompt: how far, with a bar); an
+interrupted reply says so, and the last one offers Retry and Continue."""
 
 from __future__ import annotations
 
@@ -9,13 +11,17 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QToolButton, QVBoxLayout, QWidget,
+)
 
 from desktop.ui.chat.badge import Badge
 from desktop.ui.chat.markdown_view import MarkdownView
 from desktop.ui.chat.style import accent, base, blend, muted, small_font
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
+THINKING = "Thinking…"
+INTERRUPTED_NOTE = "This reply was interrupted before it was finished."
 
 
 class VoiceState(Enum):
@@ -31,12 +37,15 @@ class MessageWidget(QFrame):
     edit_requested = Signal(int)
     regenerate_requested = Signal(int)
     replay_requested = Signal(int)
+    continue_requested = Signal(int)
     copied = Signal()
 
     def __init__(self, role: str, text: str, index: int, stats: dict[str, Any] | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, interrupted: bool = False) -> None:
         super().__init__(parent)
-        self.role, self.index = role, index
+        self.role, self.index, self.interrupted = role, index, interrupted
+        self._last = False  # the last message of its conversation (see set_can_regenerate)
+        self._streaming = False
         self.request_id: str | None = (stats or {}).get("request_id")  # ties it to its spoken audio
         self.voice_state = VoiceState.NONE
         self.setObjectName("message")
@@ -69,14 +78,24 @@ class MessageWidget(QFrame):
 
         self.body = MarkdownView(markdown=role == "assistant")
         self.body.set_text(text)
+        self.body.setVisible(bool(text))  # a reply before its first words: no empty block
         layout.addWidget(self.body)
         self.badge = Badge()
         self.badge.set_stats(stats)
         layout.addWidget(self.badge)
-        self._waiting = QLabel("Thinking…")
+        self._waiting = QLabel(THINKING)
         self._waiting.setStyleSheet(f"color: {muted(self).name()}; font-style: italic;")
+        self._waiting.setTextFormat(Qt.TextFormat.PlainText)
         self._waiting.hide()
         layout.addWidget(self._waiting)
+        self.progress = QProgressBar()  # how far a long prompt has been read
+        self.progress.setTextVisible(False)
+        self.progress.setFixedHeight(4)
+        self.progress.setMaximumWidth(320)
+        self.progress.hide()
+        layout.addWidget(self.progress)
+        self._interrupted_row = self._interrupted_actions()
+        layout.addWidget(self._interrupted_row)
         self.voice_note = QLabel()
         self.voice_note.setFont(small_font(self))
         self.voice_note.setStyleSheet(f"color: {muted(self).name()};")
@@ -84,6 +103,27 @@ class MessageWidget(QFrame):
         self.voice_note.setTextFormat(Qt.TextFormat.PlainText)
         self.voice_note.hide()
         layout.addWidget(self.voice_note)
+
+    def _interrupted_actions(self) -> QWidget:
+        row = QWidget()
+        line = QHBoxLayout(row)
+        line.setContentsMargins(0, 6, 0, 0)
+        line.setSpacing(8)
+        note = QLabel(INTERRUPTED_NOTE)
+        note.setFont(small_font(self))
+        note.setStyleSheet(f"color: {muted(self).name()}; font-style: italic;")
+        line.addWidget(note)
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.setToolTip("Write this reply again from the start")
+        self.retry_button.clicked.connect(lambda: self.regenerate_requested.emit(self.index))
+        self.continue_button = QPushButton("Continue")
+        self.continue_button.setToolTip("Go on writing this reply from where it stopped")
+        self.continue_button.clicked.connect(lambda: self.continue_requested.emit(self.index))
+        line.addWidget(self.retry_button)
+        line.addWidget(self.continue_button)
+        line.addStretch(1)
+        row.setVisible(self.interrupted)
+        return row
 
     def _action(self, text: str, tip: str, slot) -> QToolButton:
         button = QToolButton(self)
@@ -102,7 +142,20 @@ class MessageWidget(QFrame):
 
     def set_text(self, text: str) -> None:
         self.body.set_text(text)
+        self.body.setVisible(bool(text))
         self._waiting.setVisible(not text)
+        if text:
+            self.progress.hide()
+
+    def set_waiting(self, text: str, fraction: float | None = None) -> None:
+        """What a streaming reply shows before its first words ("Reading your message… 1,234 /
+        7,000 tokens"), with a bar when `fraction` (0–1) is known."""
+        self._waiting.setText(text or THINKING)
+        self._waiting.setVisible(not self.text())
+        self.progress.setVisible(fraction is not None and not self.text())
+        if fraction is not None:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
 
     def set_stats(self, stats: dict[str, Any] | None) -> None:
         self.badge.set_stats(stats)
@@ -124,18 +177,36 @@ class MessageWidget(QFrame):
 
     def set_streaming(self, streaming: bool) -> None:
         """While a reply streams it has no actions; before its first words it says so."""
+        self._streaming = streaming
         self.copy_button.setVisible(not streaming)
+        self.set_can_regenerate(self._last)
         self._waiting.setVisible(streaming and not self.text())
-        if not streaming:
+        if streaming:
+            self._interrupted_row.hide()
+        else:
+            self.progress.hide()
             self.body.flush()
 
     def set_can_regenerate(self, can: bool) -> None:
-        self.regenerate_button.setVisible(can and self.role == "assistant")
+        """The last reply can be written again (an interrupted one: Retry, or Continue)."""
+        self._last = can
+        whole = not (self.interrupted or self._streaming)
+        self.regenerate_button.setVisible(can and self.role == "assistant" and whole)
+        self.retry_button.setVisible(can)
+        self.continue_button.setVisible(can)
+
+    def set_interrupted(self, interrupted: bool) -> None:
+        """Mark the reply as interrupted (or whole again, after Continue finished it)."""
+        self.interrupted = interrupted
+        self._interrupted_row.setVisible(interrupted)
+        self.set_can_regenerate(self._last)
 
     def set_actions_enabled(self, enabled: bool) -> None:
         """Edit and Regenerate wait while a reply is being written."""
         self.edit_button.setEnabled(enabled)
         self.regenerate_button.setEnabled(enabled)
+        self.retry_button.setEnabled(enabled)
+        self.continue_button.setEnabled(enabled)
 
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text())

@@ -59,7 +59,8 @@ class PageActions(_Base):
         self.status.emit(f"Renamed to “{title}”")
 
     def delete(self, conv_id: str, *, confirmed: bool = False) -> None:
-        """Delete a conversation after asking (the open one is replaced by a new conversation)."""
+        """Delete a conversation after asking (the open one is replaced by a new conversation);
+        a reply being written to it is cancelled first."""
         conv = self.store.get(conv_id)
         if conv is None:
             return
@@ -68,9 +69,18 @@ class PageActions(_Base):
             return
         if conv is self.conv:
             self.new_conversation()
+        if self.turns.of(conv_id) is not None:
+            self.tasks.spawn(self._delete_after_reply(conv))
+            return
         self.store.delete(conv_id)
         self.refresh_list()
         self.status.emit(f"Deleted “{conv.title}”")
+
+    async def _delete_after_reply(self, conv: Conversation) -> None:
+        await self.turns.forget(conv.id)
+        self.store.delete(conv.id)
+        self.refresh_list()
+        self.status.emit(f"Deleted “{conv.title}” (its reply was cancelled)")
 
     def export(self, conv_id: str, path: str | None = None) -> None:
         """Export as Markdown or JSON (by the file's suffix); asks where unless `path` is given."""
@@ -89,7 +99,7 @@ class PageActions(_Base):
 
     def edit(self, index: int) -> None:
         """Put a user message into the composer; sending it branches the conversation there."""
-        if self.turn is not None or not 0 <= index < len(self.conv.messages):
+        if self.busy or not 0 <= index < len(self.conv.messages):
             return
         self._edit_index = index
         self.composer.start_edit(self.conv.messages[index].content)
@@ -97,13 +107,9 @@ class PageActions(_Base):
     # ------------------------------------------------------------------ internals
 
     def _leave(self) -> None:
-        """Before showing another conversation: stop and detach the running turn (it still saves
-        what was written), silence the voice and drop an unfinished edit."""
+        """Before showing another conversation: silence the voice (only the shown conversation's
+        reply is spoken; a reply written meanwhile goes on unheard) and drop an unfinished edit."""
         self.speech.silence()
-        if self.turn is not None:
-            turn = self.turn
-            self._end_turn()
-            self.tasks.spawn(turn.stop())
         self._cancel_edit()
         self.composer.end_edit()
 
@@ -117,7 +123,7 @@ class PageActions(_Base):
         self.view.set_messages(self.conv.messages)
         self.speech.refresh()  # Replay on the replies whose audio is still kept
         self._preset_editable(not self.conv.messages)
-        self.queue_banner.hide()
+        self.turns.show()  # its reply, if one is being written
 
     def _preset_editable(self, editable: bool) -> None:
         self.preset_bar.set_conversation(self.conv.preset, self.conv.system_prompt, editable)

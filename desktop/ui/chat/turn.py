@@ -1,121 +1,178 @@
-"""One chat turn as an asyncio task: send the conversation to the gateway and report what its
-events mean to a listener (queued, started, text so far, done, error). Qt-free on purpose."""
+"""The chat page's replies: at most one per conversation, each a Reply (engine/reply.py) run as an
+asyncio task whether or not its conversation is shown. The shown conversation's reply is drawn
+into the view (its text, how far a long prompt has been read, the queue banner, the voice); the
+others turn a spinner in the conversation list. Tasks keeps strong references to the tasks."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import asdict
-from typing import Any, Coroutine, Protocol
+from typing import TYPE_CHECKING, Any, Coroutine
 
-from desktop.engine.conversations import Conversation, StoredMessage
-from desktop.engine.protocol import ChunkEvent, Done, ErrorEvent, PrefillDone, Queued, QueueDone, QueueUpdate
-from desktop.errors import OmnideskError, UnknownRequest
-from desktop.model.params import SamplingParams
+from desktop.engine.conversations import INTERRUPTED, Conversation, StoredMessage
+from desktop.engine.export import stats_line
+from desktop.engine.reply import Phase, Reply
+from desktop.ui.chat.message_widget import MessageWidget
+from desktop.ui.chat.notice import eta_text, friendly
 
-LOADING_POLL_S = 0.25  # how often a turn sent while the model loads checks whether it is up
+if TYPE_CHECKING:
+    from desktop.ui.chat.page import ChatPage
 
-
-class TurnListener(Protocol):
-    def turn_loading(self, turn: Turn) -> None: ...
-    def turn_queued(self, turn: Turn, position: int, eta_s: float) -> None: ...
-    def turn_started(self, turn: Turn) -> None: ...
-    def turn_text(self, turn: Turn, text: str) -> None: ...
-    def turn_done(self, turn: Turn, text: str, stats: dict[str, Any]) -> None: ...
-    def turn_failed(self, turn: Turn, code: str, message: str, retryable: bool) -> None: ...
+REPLYING = "Replying…"  # a replying conversation's line in the list
 
 
-def request_messages(conv: Conversation) -> list[dict[str, Any]]:
-    """What the gateway gets: the system prompt, then every message (images as content parts)."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": conv.system_prompt}] if conv.system_prompt else []
-    for m in conv.messages:
-        if m.images:
-            parts = [{"type": "image", "path": p} for p in m.images] + [{"type": "text", "text": m.content}]
-            out.append({"role": m.role, "content": parts})
+def waiting_text(reply: Reply) -> tuple[str, float | None]:
+    """What a reply's bubble says before its first words, and how far along (0–1) when known:
+    "Reading your message… 1,234 / 7,000 tokens · about 12 s left"."""
+    if reply.phase is Phase.LOADING:
+        return "Waiting for the model to load…", None
+    if reply.phase is Phase.QUEUED:
+        return "Waiting for the model…", None
+    p = reply.progress
+    if reply.phase is not Phase.READING or p is None:
+        return "Thinking…", None
+    done, total = p.done - p.cached, max(p.total - p.cached, 1)
+    left = p.seconds_left()
+    when = f" · {eta_text(left)} left" if left is not None else ""
+    return f"Reading your message… {done:,} / {total:,} tokens{when}", done / total
+
+
+class Turns:
+    """The replies of `page` by conversation id, and the notices of those that ended without
+    an answer (shown again when their conversation is)."""
+
+    def __init__(self, page: ChatPage) -> None:
+        self.page = page
+        self.tasks = Tasks()
+        self._replies: dict[str, Reply] = {}
+        self._notices: dict[str, tuple[str, str, bool, bool]] = {}  # id → text, detail, error, retry
+
+    def of(self, conv_id: str) -> Reply | None:
+        return self._replies.get(conv_id)
+
+    def start(self, conv: Conversation, previous: StoredMessage | None = None, *, continuing: bool = False) -> Reply:
+        """Write a reply to `conv` (the shown conversation) with the page's gateway and settings."""
+        page = self.page
+        reply = Reply(page.gateway, page.store, conv, page.settings().sampling(), previous=previous,
+                      continuing=continuing)
+        self._replies[conv.id] = reply
+        self._notices.pop(conv.id, None)
+        reply.listeners.append(self._on_reply)
+        page.speech.silence()
+        self._mark_list()
+        self.show()
+        self.tasks.spawn(reply.run())
+        return reply
+
+    def stop(self, conv_id: str) -> None:
+        reply = self._replies.get(conv_id)
+        if reply is not None:
+            self.tasks.spawn(reply.stop())
+
+    async def stop_all(self) -> None:
+        """The app is closing or the engine restarts: every reply ends now, one with text is kept
+        as interrupted (it can be continued later)."""
+        for reply in list(self._replies.values()):
+            await reply.stop(interrupted=True)
+        await self.tasks.wait()
+
+    async def forget(self, conv_id: str) -> None:
+        """The conversation is being deleted: end its reply first, writing nothing more."""
+        reply = self._replies.pop(conv_id, None)
+        self._notices.pop(conv_id, None)
+        if reply is not None:
+            await reply.abandon()
+            self._mark_list()
+
+    # ------------------------------------------------------------------ the shown conversation
+
+    def show(self) -> None:
+        """Draw the shown conversation's reply, if it has one, into the view (freshly drawn from
+        its messages), or the notice of its last reply that ended without an answer."""
+        page = self.page
+        reply = self._replies.get(page.conv.id)
+        page.set_busy(reply is not None)
+        if reply is None:
+            page.queue_banner.hide()
+            if page.conv.id in self._notices and page.view.notice() is None:
+                text, detail, error, retry = self._notices[page.conv.id]
+                page.view.show_notice(text, detail, error=error, retry=retry)
+            return
+        if len(page.view.widgets()) == reply.at:  # a new reply: its bubble
+            page.view.append("assistant", reply.message.content)
+        self._widget(reply).set_streaming(True)
+        self._draw(reply, reply.phase.value)
+
+    def _mark_list(self) -> None:
+        self.page.conversations.set_replying({conv_id: REPLYING for conv_id in self._replies})
+
+    def _widget(self, reply: Reply) -> MessageWidget:
+        return self.page.view.widgets()[reply.at]
+
+    def _on_reply(self, reply: Reply, what: str) -> None:
+        page = self.page
+        shown = reply.conv is page.conv
+        if what in ("done", "failed") and self._replies.get(reply.conv.id) is reply:
+            del self._replies[reply.conv.id]
+            self._mark_list()
+            if reply.conv.id in page.store:  # not being deleted
+                self._ended(reply, shown)
+        elif shown:
+            self._draw(reply, what)
+
+    def _draw(self, reply: Reply, what: str) -> None:
+        page = self.page
+        if what == "loading":
+            if page.queue_banner.isHidden():
+                page.queue_banner.show_loading()
+        elif what == "queued":
+            page.queue_banner.show_position(reply.position, reply.eta_s)
         else:
-            out.append({"role": m.role, "content": m.content})
-    return out
+            page.queue_banner.hide()
+        widget = self._widget(reply)
+        if what == "text":
+            widget.set_text(reply.message.content)
+            page.speech.reply_text(reply.request_id, widget, reply.text)
+        elif not reply.text:
+            widget.set_waiting(*waiting_text(reply))
 
+    def _ended(self, reply: Reply, shown: bool) -> None:
+        page, conv = self.page, reply.conv
+        title = f"“{conv.title}”" if conv.title else "another conversation"
+        wrote = reply.error is None and bool(reply.text)
+        if reply.error is not None:
+            head, detail = friendly(*reply.error)
+            self._notices[conv.id] = (head, detail, True, reply.error[2])
+            page.status.emit("The assistant could not answer" if shown else
+                             f"The reply in {title} could not be finished")
+        elif not wrote:
+            waited = not reply.stats.get("generated_tokens") and not reply.stats.get("input_tokens")
+            what = "You left the queue" if waited else "Stopped"
+            self._notices[conv.id] = (f"{what} before the assistant replied.", "", False, True)
+        elif shown:
+            page.status.emit("Reply: " + stats_line(reply.message.stats))
+        else:
+            page.status.emit(f"The reply in {title} is finished")
+        if reply.save_error:
+            page.status.emit(f"Could not save the conversation: {reply.save_error}")
+        if shown:
+            self._redraw(reply, wrote)
+        page.refresh_list()
 
-class Turn:
-    """`previous` is the reply a Regenerate took away: it comes back if no new reply arrives."""
-
-    def __init__(self, gateway: Any, conv: Conversation, params: SamplingParams, listener: TurnListener,
-                 previous: StoredMessage | None = None) -> None:
-        self.gateway, self.conv, self.params, self.listener = gateway, conv, params, listener
-        self.previous = previous
-        self.request_id: str | None = None
-        self.text = ""
-        self._stop_asked = False
-        self._ended = False
-
-    @property
-    def ended(self) -> bool:
-        """Whether the listener got the turn's end (done or failed)."""
-        return self._ended
-
-    async def run(self) -> None:
-        try:
-            stream = await self._open()
-        except OmnideskError as exc:  # refused at the door: queue full, invalid request, shut down
-            self._ended = True
-            self.listener.turn_failed(self, exc.code, exc.message, exc.retryable)
-            return
-        if stream is None:  # stopped while the model was still loading
-            self._ended = True
-            self.listener.turn_done(self, "", {})
-            return
-        self.request_id = stream.request_id
-        if self._stop_asked:
-            await self._cancel()
-        try:
-            async for event in stream:
-                self._on_event(event)
-        except asyncio.CancelledError:  # the page is going away: do not leave the request running
-            if not self._ended:
-                await asyncio.shield(self._cancel())
-            raise
-
-    async def _open(self) -> Any:
-        """The request's event stream; while the model is still loading ("not_ready"), wait for it."""
-        while True:
-            try:
-                return self.gateway.chat(request_messages(self.conv), self.params)
-            except OmnideskError as exc:
-                if exc.code != "not_ready":
-                    raise
-            if self._stop_asked:
-                return None
-            self.listener.turn_loading(self)
-            await asyncio.sleep(LOADING_POLL_S)
-
-    def _on_event(self, event: Any) -> None:
-        listener = self.listener
-        if isinstance(event, (Queued, QueueUpdate)):
-            listener.turn_queued(self, event.position, event.eta_s)
-        elif isinstance(event, (QueueDone, PrefillDone)):
-            listener.turn_started(self)
-        elif isinstance(event, ChunkEvent):
-            self.text += event.text_delta
-            listener.turn_text(self, self.text)
-        elif isinstance(event, Done):
-            self._ended = True
-            listener.turn_done(self, event.text or self.text, asdict(event.stats))
-        elif isinstance(event, ErrorEvent):
-            self._ended = True
-            listener.turn_failed(self, event.code, event.message, event.retryable)
-
-    async def stop(self) -> None:
-        """Stop the reply (or leave the queue); the turn then ends with what was written."""
-        self._stop_asked = True
-        if self.request_id is not None and not self._ended:
-            await self._cancel()
-
-    async def _cancel(self) -> None:
-        try:
-            await self.gateway.cancel(self.request_id)
-        except UnknownRequest:  # it ended meanwhile
-            pass
+    def _redraw(self, reply: Reply, wrote: bool) -> None:
+        page = self.page
+        if wrote:  # the bubble keeps its text (and its voice)
+            widget = self._widget(reply)
+            widget.set_text(reply.message.content)
+            widget.set_stats(reply.message.stats)
+            widget.set_streaming(False)
+            widget.set_interrupted(reply.message.status == INTERRUPTED)
+            page.speech.reply_done(reply.request_id, widget, reply.text)
+        else:
+            page.speech.reply_dropped(reply.request_id)
+            page.view.show_from(reply.at, reply.conv.messages)
+            page.speech.refresh()
+        self.show()
 
 
 class Tasks:
