@@ -61,6 +61,21 @@ def joined(head: str, tail: str) -> str:
     return head + " " + tail
 
 
+def prefill_left(first: PrefillProgress | None, last: PrefillProgress | None) -> float | None:
+    """Seconds the rest of a prefill should take, from two progress reports of it (None before).
+    The time per token grows with its position (attention reads everything before it: a 6,000-
+    token prompt's last chunk took 6× its first on a CPU), so fit time/token = a + b·position
+    through the average pace so far and the pace since `first`, and sum it over what is left."""
+    if first is None or last is None or last.done <= first.done or first.done <= first.cached:
+        return None
+    seconds = last.elapsed_ms / 1000.0
+    r1, m1 = seconds / (last.done - last.cached), (last.cached + last.done) / 2
+    r2, m2 = (seconds - first.elapsed_ms / 1000.0) / (last.done - first.done), (first.done + last.done) / 2
+    b = max((r2 - r1) / (m2 - m1), 0.0)
+    a = max(r1 - b * m1, 0.0)
+    return a * (last.total - last.done) + b * (last.total ** 2 - last.done ** 2) / 2
+
+
 Listener = Callable[["Reply", str], None]
 
 
@@ -93,7 +108,8 @@ class Reply:
         self.request_id: str | None = None
         self.text = ""  # what this request wrote (the continuation alone when continuing)
         self.position, self.eta_s = 0, 0.0
-        self.progress: PrefillProgress | None = None
+        self.progress: PrefillProgress | None = None  # the last report of a long prefill
+        self._first_progress: PrefillProgress | None = None
         self.stats: dict[str, Any] = {}
         self.error: tuple[str, str, bool] | None = None  # code, message, retryable
         self.save_error: str | None = None
@@ -107,6 +123,11 @@ class Reply:
     def index(self) -> int:
         """Where the reply's message is in the conversation (-1 once it was taken out)."""
         return next((i for i, m in enumerate(self.conv.messages) if m is self.message), -1)
+
+    @property
+    def seconds_left(self) -> float | None:
+        """How long the rest of a long prompt should take to read (None until known)."""
+        return prefill_left(self._first_progress, self.progress)
 
     @property
     def ended(self) -> bool:
@@ -166,6 +187,7 @@ class Reply:
         elif isinstance(event, QueueDone):
             self._set(Phase.READING, "reading")
         elif isinstance(event, PrefillProgress):
+            self._first_progress = self._first_progress or event
             self.progress = event
             self._set(Phase.READING, "progress", force=True)
         elif isinstance(event, PrefillDone):

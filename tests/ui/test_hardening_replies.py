@@ -21,6 +21,7 @@ from desktop.ui.chat import ChatPage
 from desktop.ui.chat.conversation_model import DETAIL_ROLE
 from desktop.ui.chat.turn import REPLYING
 from desktop.workers.config import WorkerConfig
+from desktop.workers import worker as worker_module
 from desktop.workers.thread_host import ThreadHost
 
 pytestmark = pytest.mark.hardening
@@ -29,8 +30,9 @@ LONG = " ".join(f"word{i}" for i in range(80))  # some 500 tokens: dozens of 8-t
 
 
 @pytest.fixture
-def gateway(aloop):
-    """Small prefill chunks, so that a long message is read in many steps."""
+def gateway(aloop, monkeypatch):
+    """Small prefill chunks, so that a long message is read in many steps, each reported."""
+    monkeypatch.setattr(worker_module, "PROGRESS_S", 0.0)
     gw = Gateway([ThreadHost("w0", ModelSpec("tiny"), WorkerConfig(num_slots=4, prefill_chunk=8, prefill_budget=8),
                              threads=1)])
 
@@ -54,10 +56,10 @@ def make_page(gw, root, qtbot, **settings) -> ChatPage:
 
 class Gate:
     """The real gateway, except that the first request that reports prefill progress is held
-    (after the page handled that event) until `release` is set."""
+    after the page handled its second report, until `release` is set."""
 
     def __init__(self, gw: Gateway) -> None:
-        self.gw, self.sent = gw, []
+        self.gw, self.sent, self.reports = gw, [], 0
         self.held, self.release, self.armed = asyncio.Event(), asyncio.Event(), True
 
     def chat(self, messages, params, request_id=None):
@@ -77,6 +79,8 @@ class GatedStream:
 
     async def __anext__(self):
         if isinstance(self.last, PrefillProgress) and self.gate.armed:
+            self.gate.reports += 1
+        if self.gate.reports == 2 and self.gate.armed:
             self.gate.armed = False
             self.gate.held.set()
             await self.gate.release.wait()
@@ -228,7 +232,7 @@ def test_a_long_prompt_shows_how_far_it_has_been_read(gateway, tmp_path, qtbot, 
         await gate.held.wait()
         bubble = page.view.widgets()[-1]
         text = bubble._waiting.text()
-        assert text.startswith("Reading your message… 8 / ") and " tokens · about " in text and text.endswith(" left")
+        assert text.startswith("Reading your message… 16 / ") and " tokens · about " in text and text.endswith(" left")
         assert bubble.progress.isVisible() and 0 < bubble.progress.value() < 100
         await asyncio.sleep(0.05)
         screenshot(page, "chat-prefill-progress")

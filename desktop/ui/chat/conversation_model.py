@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelInde
 
 from desktop.engine.conversations import Conversation
 from desktop.engine.search import Hit
-from desktop.ui.chat.spinner import spinner_frames
+from desktop.ui.chat.spinner import spinner_icon
 from desktop.ui.plain import plain_tip
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -64,7 +64,6 @@ class ConversationListModel(QAbstractListModel):
         self._hits: dict[str, Hit] = {}  # id → where a search matched its messages
         self._snippets: dict[str, str] = {}  # worked out for rows shown so far
         self._replying: dict[str, str] = {}  # id → what its reply is doing ("Replying…"), shown as its detail
-        self._frames: list = []
         self._frame = 0
         self._spin = QTimer(self, interval=SPIN_MS, timeout=self._turn_spinner)
 
@@ -137,8 +136,7 @@ class ConversationListModel(QAbstractListModel):
         if role == DATE_ROLE:
             return list_date(conv.updated)
         if role == Qt.ItemDataRole.DecorationRole and conv.id in self._replying:
-            self._frames = self._frames or spinner_frames()
-            return self._frames[self._frame % len(self._frames)]
+            return spinner_icon(self._frame)
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:

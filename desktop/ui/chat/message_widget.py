@@ -88,14 +88,11 @@ class MessageWidget(QFrame):
         self._waiting.setTextFormat(Qt.TextFormat.PlainText)
         self._waiting.hide()
         layout.addWidget(self._waiting)
-        self.progress = QProgressBar()  # how far a long prompt has been read
-        self.progress.setTextVisible(False)
-        self.progress.setFixedHeight(4)
-        self.progress.setMaximumWidth(320)
-        self.progress.hide()
-        layout.addWidget(self.progress)
-        self._interrupted_row = self._interrupted_actions()
-        layout.addWidget(self._interrupted_row)
+        self.progress: QProgressBar | None = None  # how far a long prompt has been read (made when needed)
+        self._interrupted_row: QWidget | None = None  # the note, Retry and Continue (made when needed)
+        self._layout = layout
+        if interrupted:
+            self.set_interrupted(True)
         self.voice_note = QLabel()
         self.voice_note.setFont(small_font(self))
         self.voice_note.setStyleSheet(f"color: {muted(self).name()};")
@@ -106,6 +103,7 @@ class MessageWidget(QFrame):
 
     def _interrupted_actions(self) -> QWidget:
         row = QWidget()
+        self._layout.insertWidget(self._layout.indexOf(self._waiting) + 1, row)
         line = QHBoxLayout(row)
         line.setContentsMargins(0, 6, 0, 0)
         line.setSpacing(8)
@@ -122,7 +120,6 @@ class MessageWidget(QFrame):
         line.addWidget(self.retry_button)
         line.addWidget(self.continue_button)
         line.addStretch(1)
-        row.setVisible(self.interrupted)
         return row
 
     def _action(self, text: str, tip: str, slot) -> QToolButton:
@@ -144,7 +141,7 @@ class MessageWidget(QFrame):
         self.body.set_text(text)
         self.body.setVisible(bool(text))
         self._waiting.setVisible(not text)
-        if text:
+        if text and self.progress is not None:
             self.progress.hide()
 
     def set_waiting(self, text: str, fraction: float | None = None) -> None:
@@ -152,10 +149,16 @@ class MessageWidget(QFrame):
         7,000 tokens"), with a bar when `fraction` (0–1) is known."""
         self._waiting.setText(text or THINKING)
         self._waiting.setVisible(not self.text())
-        self.progress.setVisible(fraction is not None and not self.text())
-        if fraction is not None:
+        if fraction is not None and self.progress is None:
+            self.progress = QProgressBar()
+            self.progress.setTextVisible(False)
+            self.progress.setFixedHeight(4)
+            self.progress.setMaximumWidth(320)
             self.progress.setRange(0, 1000)
-            self.progress.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
+            self._layout.insertWidget(self._layout.indexOf(self._waiting) + 1, self.progress)
+        if self.progress is not None:
+            self.progress.setVisible(fraction is not None and not self.text())
+            self.progress.setValue(round(1000 * min(max(fraction or 0.0, 0.0), 1.0)))
 
     def set_stats(self, stats: dict[str, Any] | None) -> None:
         self.badge.set_stats(stats)
@@ -181,10 +184,11 @@ class MessageWidget(QFrame):
         self.copy_button.setVisible(not streaming)
         self.set_can_regenerate(self._last)
         self._waiting.setVisible(streaming and not self.text())
-        if streaming:
+        if streaming and self._interrupted_row is not None:
             self._interrupted_row.hide()
-        else:
-            self.progress.hide()
+        if not streaming:
+            if self.progress is not None:
+                self.progress.hide()
             self.body.flush()
 
     def set_can_regenerate(self, can: bool) -> None:
@@ -192,21 +196,27 @@ class MessageWidget(QFrame):
         self._last = can
         whole = not (self.interrupted or self._streaming)
         self.regenerate_button.setVisible(can and self.role == "assistant" and whole)
-        self.retry_button.setVisible(can)
-        self.continue_button.setVisible(can)
+        if self._interrupted_row is not None:
+            self.retry_button.setVisible(can)
+            self.continue_button.setVisible(can)
 
     def set_interrupted(self, interrupted: bool) -> None:
         """Mark the reply as interrupted (or whole again, after Continue finished it)."""
         self.interrupted = interrupted
-        self._interrupted_row.setVisible(interrupted)
+        if interrupted and self._interrupted_row is None:
+            self._interrupted_row = self._interrupted_actions()
+        if self._interrupted_row is not None:
+            self._interrupted_row.setVisible(interrupted)
+            self.set_actions_enabled(self.edit_button.isEnabled())
         self.set_can_regenerate(self._last)
 
     def set_actions_enabled(self, enabled: bool) -> None:
         """Edit and Regenerate wait while a reply is being written."""
         self.edit_button.setEnabled(enabled)
         self.regenerate_button.setEnabled(enabled)
-        self.retry_button.setEnabled(enabled)
-        self.continue_button.setEnabled(enabled)
+        if self._interrupted_row is not None:
+            self.retry_button.setEnabled(enabled)
+            self.continue_button.setEnabled(enabled)
 
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text())

@@ -26,14 +26,18 @@ def _frame(color: QColor, step: int) -> QPixmap:
     return pix
 
 
-def spinner_frames() -> list[QIcon]:
-    """FRAMES icons, one turn: the arc in the highlight colour (highlighted text when selected)."""
+_cache: dict[tuple[int, int, int], QIcon] = {}
+
+
+def spinner_icon(step: int) -> QIcon:
+    """Frame `step` (of FRAMES, one turn): the arc in the highlight colour, in the highlighted-text
+    colour when selected. Each frame is drawn once per palette, when first shown."""
     pal = QGuiApplication.palette()
     normal, selected = pal.color(QPalette.ColorRole.Highlight), pal.color(QPalette.ColorRole.HighlightedText)
-    icons = []
-    for step in range(FRAMES):
-        icon = QIcon()
-        icon.addPixmap(_frame(normal, step), QIcon.Mode.Normal)
-        icon.addPixmap(_frame(selected, step), QIcon.Mode.Selected)
-        icons.append(icon)
-    return icons
+    key = (normal.rgba(), selected.rgba(), step % FRAMES)
+    icon = _cache.get(key)
+    if icon is None:
+        icon = _cache[key] = QIcon()
+        icon.addPixmap(_frame(normal, key[2]), QIcon.Mode.Normal)
+        icon.addPixmap(_frame(selected, key[2]), QIcon.Mode.Selected)
+    return icon

@@ -32,7 +32,7 @@ def waiting_text(reply: Reply) -> tuple[str, float | None]:
     if reply.phase is not Phase.READING or p is None:
         return "Thinking…", None
     done, total = p.done - p.cached, max(p.total - p.cached, 1)
-    left = p.seconds_left()
+    left = reply.seconds_left
     when = f" · {eta_text(left)} left" if left is not None else ""
     return f"Reading your message… {done:,} / {total:,} tokens{when}", done / total
 
