@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 
 
 def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads: int | None, beat_s: float = 0.5) -> None:
     os.environ.update(env)  # before anything imports torch
+    # Ctrl-C in the terminal that started the app reaches the whole process group: the app shuts
+    # its workers down in order; a child killed mid-step by SIGINT would only be restarted.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from desktop.engine.protocol import Shutdown
     from desktop.errors import OmnideskError
     from desktop.workers.host import WorkerState, WorkerStatus, up_status
