@@ -60,3 +60,4 @@ def screenshot():
         return path
 
     return save
+

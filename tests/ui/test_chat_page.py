@@ -12,24 +12,16 @@ from PySide6.QtTest import QTest
 from desktop.engine.conversations import ConversationStore
 from desktop.engine.gateway import Gateway
 from desktop.engine.protocol import ChunkEvent, Done, ErrorEvent
-from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.workers.config import WorkerConfig
-from desktop.workers.thread_host import ThreadHost
+from ui_helpers import start_gateway as _start
 
 
 def start_gateway(aloop, slots: int = 4) -> Gateway:
-    gw = Gateway([ThreadHost("w0", ModelSpec("tiny"), WorkerConfig(num_slots=slots), threads=1)])
-
-    async def up() -> None:
-        await gw.start()
-        assert await gw.wait_ready(60)
-
-    aloop.run(up())
-    return gw
+    return _start(aloop, WorkerConfig(num_slots=slots))
 
 
 @pytest.fixture

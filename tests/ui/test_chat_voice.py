@@ -13,18 +13,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from desktop.engine.conversations import ConversationStore
-from desktop.engine.gateway import Gateway
 from desktop.engine.protocol import ChunkEvent, Done, PrefillDone, TokenStats
 from desktop.engine.voice import Voice
 from desktop.media.devices import NO_OUTPUT
 from desktop.media.fake_audio import FakeAudioOutput
-from desktop.model.loader import ModelSpec
 from desktop.model.tts import EspeakTTS, TTSError
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.chat.message_widget import VoiceState
-from desktop.workers.config import WorkerConfig
-from desktop.workers.thread_host import ThreadHost
+from ui_helpers import start_gateway
 
 RATE = 22050  # espeak-ng's rate: the fake speaker plays it unresampled
 
@@ -45,13 +42,7 @@ class FastClock:
 
 @pytest.fixture
 def gateway(aloop):
-    gw = Gateway([ThreadHost("w0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
-
-    async def up() -> None:
-        await gw.start()
-        assert await gw.wait_ready(60)
-
-    aloop.run(up())
+    gw = start_gateway(aloop)
     yield gw
     aloop.run(gw.close())
 

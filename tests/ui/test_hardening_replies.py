@@ -15,14 +15,13 @@ from desktop.engine.conversations import INTERRUPTED, STREAMING, ConversationSto
 from desktop.engine.gateway import Gateway
 from desktop.engine.protocol import PrefillProgress
 from desktop.engine.reply import CONTINUE_PROMPT
-from desktop.model.loader import ModelSpec
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.chat.conversation_model import DETAIL_ROLE
 from desktop.ui.chat.turn import REPLYING
 from desktop.workers.config import WorkerConfig
 from desktop.workers import worker as worker_module
-from desktop.workers.thread_host import ThreadHost
+from ui_helpers import start_gateway
 
 pytestmark = pytest.mark.hardening
 
@@ -33,14 +32,7 @@ LONG = " ".join(f"word{i}" for i in range(80))  # some 500 tokens: dozens of 8-t
 def gateway(aloop, monkeypatch):
     """Small prefill chunks, so that a long message is read in many steps, each reported."""
     monkeypatch.setattr(worker_module, "PROGRESS_S", 0.0)
-    gw = Gateway([ThreadHost("w0", ModelSpec("tiny"), WorkerConfig(num_slots=4, prefill_chunk=8, prefill_budget=8),
-                             threads=1)])
-
-    async def up() -> None:
-        await gw.start()
-        assert await gw.wait_ready(60)
-
-    aloop.run(up())
+    gw = start_gateway(aloop, WorkerConfig(num_slots=4, prefill_chunk=8, prefill_budget=8))
     yield gw
     aloop.run(gw.close())
 

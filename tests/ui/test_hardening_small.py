@@ -14,17 +14,14 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMessageBox, QToolTip
 
 from desktop.engine.conversations import ConversationStore, StoredMessage
-from desktop.engine.gateway import Gateway
 from desktop.engine.voice import Voice
 from desktop.media.devices import NO_OUTPUT
-from desktop.model.loader import ModelSpec
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.chat.conversation_model import DATE_ROLE, DETAIL_ROLE
 from desktop.ui.main_window import MainWindow
 from desktop.ui.shortcuts import SHORTCUTS, ShortcutsDialog
-from desktop.workers.config import WorkerConfig
-from desktop.workers.thread_host import ThreadHost
+from ui_helpers import start_gateway
 
 pytestmark = pytest.mark.hardening
 
@@ -216,13 +213,7 @@ def test_the_window_title_names_omnidesk_once(qtbot):
 
 @pytest.fixture
 def small_gateway(aloop):
-    gw = Gateway([ThreadHost("w0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
-
-    async def up() -> None:
-        await gw.start()
-        assert await gw.wait_ready(60)
-
-    aloop.run(up())
+    gw = start_gateway(aloop)
     yield gw
     aloop.run(gw.close())
 
