@@ -45,11 +45,15 @@ class ProcessHost(WorkerHost):
         self._hung: str | None = None  # why the watchdog killed the current child
         self._watchdog = Watchdog(liveness, self._on_hung, f"watchdog-{worker_id}")
         self.process = None
+        self._spawner: threading.Thread | None = None
         self.restarts = 0
 
     def start(self, sink: EventSink) -> None:
         self._sink = sink
-        self._spawn()
+        # Spawning costs its caller ~20 ms (lazy imports, fork/exec, thread starts); the caller is
+        # the app's Qt thread, so the first child is spawned from a thread of its own.
+        self._spawner = threading.Thread(target=self._spawn, name=f"host-spawn-{self.worker_id}", daemon=True)
+        self._spawner.start()
 
     def _spawn(self) -> None:
         ctx = mp.get_context("spawn")
@@ -139,6 +143,8 @@ class ProcessHost(WorkerHost):
 
     def close(self, timeout: float = 5.0) -> None:
         self._closing = True
+        if self._spawner is not None:
+            self._spawner.join(timeout)  # the first child exists (or never will) before it is closed
         self._watchdog.close()
         self.submit(Shutdown())
         proc = self.process
