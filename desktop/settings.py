@@ -12,7 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from desktop.model.loader import ModelSpec
-from desktop.model.params import SamplingParams
+from desktop.model.messages import first_unencodable
+from desktop.model.params import SEED_LIMIT, SamplingParams
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 from desktop.workers.config import WorkerConfig
 
@@ -47,7 +48,7 @@ class Settings(BaseModel):
     top_k: int = Field(0, ge=0, le=1000)
     repetition_penalty: float = Field(1.05, ge=0.5, le=2.0)
     max_tokens: int = Field(512, ge=1, le=32_768)
-    seed: int | None = Field(None, ge=0, le=2**63 - 1)  # what torch.Generator.manual_seed takes
+    seed: int | None = Field(None, ge=0, le=SEED_LIMIT - 1)  # SamplingParams' range (torch's)
     # audio
     audio_output_device: str | None = None
     audio_input_device: str | None = None
@@ -75,7 +76,7 @@ class Settings(BaseModel):
         if isinstance(v, str):
             if len(v) > MAX_TEXT:
                 raise ValueError(f"text longer than {MAX_TEXT} characters")
-            if not _encodable(v):
+            if first_unencodable(v) is not None:
                 raise ValueError("text with characters that cannot be stored")
         return v
 
@@ -195,14 +196,6 @@ def _set_aside(path: Path, *, copy: bool) -> Path | None:
     except OSError as exc:
         log.error("Could not keep the settings file %s aside: %s", path, exc)
         return None
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:  # a lone surrogate ("\udfff") from a JSON escape
-        return False
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
