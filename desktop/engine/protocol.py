@@ -133,20 +133,14 @@ class PrefillDone:
 class PrefillProgress:
     """A long prompt is being read: `done` of `total` prompt tokens are in the KV (`cached` of them
     were reused, not computed), after `elapsed_ms` of prefill. Sent after a prefill chunk that
-    leaves more to do, at most a few times a second; short prompts send none."""
+    leaves more to do, at most a few times a second; short prompts send none. The time left is
+    worked out from two reports (engine/reply.prefill_left)."""
 
     request_id: str
     done: int
     total: int
     cached: int = 0
     elapsed_ms: float = 0.0
-
-    def seconds_left(self) -> float | None:
-        """The time the rest should take at the pace so far (None before any measured pace)."""
-        computed = self.done - self.cached
-        if computed <= 0 or self.elapsed_ms <= 0:
-            return None
-        return (self.total - self.done) * self.elapsed_ms / computed / 1000.0
 
 
 @dataclass(frozen=True, slots=True)

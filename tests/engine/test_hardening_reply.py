@@ -136,8 +136,8 @@ def test_the_time_left_of_a_prefill_allows_for_later_tokens_costing_more() -> No
     first = PrefillProgress("r", 512, 6016, 0, 500.0)
     second = PrefillProgress("r", 1024, 6016, 0, 1300.0)
     assert prefill_left(first, first) is None  # one report cannot tell the growth
+    # the pace so far alone, (6016 - 1024) × 1.3 s / 1024, would promise 6.3 s: far too little
     assert prefill_left(first, second) == pytest.approx(22.0 - 1.3, rel=0.15)
-    assert second.seconds_left() < 8  # the pace so far alone would promise far too little
 
 
 def test_joined() -> None:
