@@ -39,16 +39,12 @@ class ChunkMemo:
         self._verdicts: OrderedDict[bytes, bool] = OrderedDict()
         self._units = 0
         self._lock = threading.Lock()
-        self.hits = self.misses = 0
 
     def get(self, key: Hashable) -> Chunk | None:
         with self._lock:
             chunk = self._chunks.get(key)
-            if chunk is None:
-                self.misses += 1
-                return None
-            self._chunks.move_to_end(key)
-            self.hits += 1
+            if chunk is not None:
+                self._chunks.move_to_end(key)
             return chunk
 
     def put(self, key: Hashable, chunk: Chunk) -> None:

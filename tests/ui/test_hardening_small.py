@@ -61,8 +61,6 @@ def test_search_finds_message_text_and_the_list_shows_dates(trips, qtbot, screen
     qtbot.waitUntil(lambda: page.conversations.model.rowCount() == 1)  # searches once typing pauses
     (detail,) = details(page)
     assert detail.startswith("Today ") and "Paella" in detail
-    assert "Valencia" in page.conversations.model.data(page.conversations.model.index(0, 0), Qt.ItemDataRole.ToolTipRole) \
-        or "Paella" in detail
     page.conversations.search.setText("trip light")  # every word, title and text together
     page.conversations.flush_search()
     assert len(details(page)) == 1 and "light" in details(page)[0]
