@@ -38,13 +38,7 @@ def configure_app(app: QApplication) -> None:
     app.setWindowIcon(app_icon())
     app.setStyle("Fusion")
     app.setQuitOnLastWindowClosed(False)
-    collect_garbage_on_qt_thread(app)
-
-
-def collect_garbage_on_qt_thread(app: QApplication) -> None:
-    """Cyclic garbage is collected on the Qt thread only, in short passes; the start-up heap is
-    frozen (see desktop.gc_policy)."""
-    collect_on_qt_thread(app)
+    collect_on_qt_thread(app)  # cyclic garbage: on the Qt thread only, in short passes (gc_policy)
 
 
 class AppEventLoop(qasync.QEventLoop):
