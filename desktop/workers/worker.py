@@ -184,23 +184,22 @@ class Worker(CommandIntake):
         if len(seq.kv_ids) < len(seq.target):
             self._progress(seq)
             return
-        if len(seq.kv_ids) == len(seq.target):
-            self._prefill_done(seq)
-            if not seq.generate:
-                self._finish(seq, "prefilled")
-                return
-            seq.sampler = Sampler(seq.params, str(self.device))
-            seq.decoder = StreamDecoder(self.template.tokenizer, seq.params.stop)
-            token = seq.sampler(out.logits[0, -1].float(), seq.target)
-            seq.t_first = self.clock()
-            reason = self._accept(seq, token)
-            if reason:
-                self._finish(seq, reason)
-            else:
-                self.prefilling.remove(seq)
-                self.batch.add(seq.request_id, seq.cache)
-                seq.cache, seq.phase = None, Phase.DECODE
-                self.decoding[seq.request_id] = seq
+        self._prefill_done(seq)
+        if not seq.generate:
+            self._finish(seq, "prefilled")
+            return
+        seq.sampler = Sampler(seq.params, str(self.device))
+        seq.decoder = StreamDecoder(self.template.tokenizer, seq.params.stop)
+        token = seq.sampler(out.logits[0, -1].float(), seq.target)
+        seq.t_first = self.clock()
+        reason = self._accept(seq, token)
+        if reason:
+            self._finish(seq, reason)
+        else:
+            self.prefilling.remove(seq)
+            self.batch.add(seq.request_id, seq.cache)
+            seq.cache, seq.phase = None, Phase.DECODE
+            self.decoding[seq.request_id] = seq
 
     def _progress(self, seq: Seq) -> None:
         """Tell how far a long prefill is: after its first chunk, then at most every PROGRESS_S."""
