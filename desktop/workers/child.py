@@ -61,6 +61,7 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
     except OmnideskError as err:
         status(WorkerState.ERROR, err.message, err.code)
         return
+    worker.stage.start()  # before anyone can submit: never tokenise on the pipe reader, under hold_lock
     with hold_lock:
         holder["worker"] = worker
         for cmd in early:

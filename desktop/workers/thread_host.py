@@ -58,6 +58,7 @@ class ThreadHost(WorkerHost):
         lm: LoadedModel = worker.lm
         delay = self.backoff_min
         while True:
+            worker.stage.start()  # before submit() can reach it: never tokenise on the caller's (Qt) thread
             with self._lock:
                 self.worker = worker
                 for cmd in self._early:
