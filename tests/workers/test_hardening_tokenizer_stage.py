@@ -119,7 +119,9 @@ def test_the_stage_keeps_order_where_it_matters():
     user = lambda text: (Message("user", text),)  # noqa: E731
     t0 = time.monotonic()
     stage.submit(Chat("big", user("slow one"), SamplingParams()), 0.0)
-    time.sleep(0.05)  # the stage thread is preparing "big"
+    while stage._busy is None:  # the stage thread is preparing "big" (a sleep could lose the race on a busy box)
+        time.sleep(0.001)
+    t1 = time.monotonic()
     stage.submit(Chat("small", user("quick"), SamplingParams()), 0.0)
     stage.submit(CreateSession("c2", "s2", "slow system"), 0.0)
     stage.submit(AppendInput("a2", "s2", user("hi")), 0.0)  # behind its session's create
@@ -131,7 +133,7 @@ def test_the_stage_keeps_order_where_it_matters():
     order = [name for name, _ in out]
     assert order == ["EndSession:e1", "Chat:big", "Chat:small", "Stop:small", "CreateSession:c2", "AppendInput:a2"], order
     early = dict(out)
-    assert early["Stop:small"] - t0 < 0.1 and early["EndSession:e1"] - t0 < 0.1  # did not wait for "big"
+    assert early["Stop:small"] - t1 < 0.2 and early["EndSession:e1"] - t1 < 0.2  # did not wait for "big" (0.3 s)
     assert early["AppendInput:a2"] >= early["CreateSession:c2"] and early["CreateSession:c2"] - t0 >= 0.55
     assert stage.pending == 0
 
