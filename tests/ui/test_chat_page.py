@@ -307,3 +307,21 @@ def test_a_refused_request_is_reported_without_losing_the_message(page, aloop):
     assert not page.view.notice().retry_button.isVisible()
     saved = page.store.get(page.current_conversation_id).messages
     assert [(m.content, m.images) for m in saved] == [("What is in this picture?", ["/tmp/cat.png"])]
+
+
+def test_a_message_no_request_may_carry_stays_in_the_composer(tmp_path, qtbot, monkeypatch):
+    """Above messages.MAX_CHARS no model takes it: it is neither saved (a conversation file past
+    the store's size cap would be set aside at the next start) nor cleared from the box."""
+    from desktop.ui.chat import composer as composer_module
+
+    monkeypatch.setattr(composer_module, "MAX_CHARS", 10)  # the real 2,000,000 would be slow to paste
+    store = ConversationStore(tmp_path / "conversations")
+    page = ChatPage(object(), store, Settings)
+    qtbot.addWidget(page)
+    said: list[str] = []
+    page.status.connect(said.append)
+    page.composer.edit.setPlainText("eleven char")
+    QTest.keyClick(page.composer.edit, Qt.Key.Key_Return)
+    assert page.composer.edit.toPlainText() == "eleven char"
+    assert not page.conv.messages and not store.list() and not page.busy
+    assert said and "11 characters" in said[-1] and "10" in said[-1]

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget
 
+from desktop.model.messages import MAX_CHARS
 from desktop.ui import shortcuts
 from desktop.ui.chat import dialogs
 from desktop.ui.chat.style import accent, muted
@@ -56,6 +57,7 @@ class ComposerEdit(QPlainTextEdit):
 
 class Composer(QWidget):
     send_requested = Signal(str, list)  # text, image paths
+    refused = Signal(str)  # why the text was not sent (it stays in the box)
     stop_requested = Signal()
     edit_cancelled = Signal()
 
@@ -141,9 +143,14 @@ class Composer(QWidget):
     # ------------------------------------------------------------------ actions
 
     def submit(self) -> None:
-        """Send the text (nothing happens while a reply streams or when there is no text)."""
+        """Send the text (nothing happens while a reply streams or when there is no text; text longer
+        than any request may carry stays in the box, and `refused` says why)."""
         text = self.edit.toPlainText().strip()
         if self._streaming or not text:
+            return
+        if len(text) > MAX_CHARS:  # no model can take it; saved, it would only bloat the conversation
+            self.refused.emit(f"This message is {len(text):,} characters long; no request may carry more "
+                              f"than {MAX_CHARS:,}. Shorten it or send it in parts.")
             return
         self.edit.clear()
         images, self._images = self._images, []

@@ -97,6 +97,7 @@ class ChatPage(PageActions, QWidget):
         view.continue_requested.connect(lambda _i: self.continue_reply())
         view.copied.connect(lambda: self.status.emit("Copied to the clipboard"))
         composer.send_requested.connect(self.send)
+        composer.refused.connect(self.status)
         composer.stop_requested.connect(self.stop)
         composer.edit_cancelled.connect(self._cancel_edit)
         self.queue_banner.cancel_requested.connect(self.stop)
