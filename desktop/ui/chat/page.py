@@ -149,11 +149,6 @@ class ChatPage(PageActions, QWidget):
         self.speech.silence()
         self.turns.stop(self.conv.id)
 
-    def set_gateway(self, gateway: Any) -> None:
-        """Use another gateway (after the model was reloaded); running replies end as interrupted."""
-        self.tasks.spawn(self.turns.stop_all())
-        self.gateway = gateway
-
     async def shutdown(self) -> None:
         """End every reply (what was written is saved, marked interrupted so that it can be
         continued) and wait for every task of the page; call before closing the gateway."""
