@@ -17,7 +17,7 @@ from desktop.engine.protocol import (
     AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued,
     QueueUpdate, Stop, TokenStats,
 )
-from desktop.engine.replies import EventIntake
+from desktop.engine.intake import EventIntake
 from desktop.engine.sessions import SessionTable
 from desktop.engine.streams import Request, RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed
