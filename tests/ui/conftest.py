@@ -60,4 +60,3 @@ def screenshot():
         return path
 
     return save
-
