@@ -89,19 +89,41 @@ def test_a_streaming_reply_is_saved_at_its_first_words_then_at_most_once_a_secon
     assert again.content == "".join(words) and again.status == "" and again.stats["generated_tokens"] == 35
 
 
+class Paused(Script):
+    """A Script whose stream stops after `after` words until `go` is set."""
+
+    def __init__(self, words: list[str], clock: list[float], after: int) -> None:
+        super().__init__(words, clock)
+        self.after, self.go = after, asyncio.Event()
+
+    async def _events(self):
+        async for event in super()._events():
+            yield event
+            if isinstance(event, ChunkEvent) and event.text_delta == self.words[self.after - 1]:
+                await self.go.wait()
+
+
 def test_a_reply_saved_mid_stream_reads_back_interrupted(tmp_path) -> None:
     store, clock = Recording(tmp_path), [0.0]
     conv = asked(store)
-    seen = []
 
-    async def main() -> None:
-        reply = Reply(Script([f"w{i} " for i in range(30)], clock), store, conv, SamplingParams(), clock=lambda: clock[0])
-        reply.listeners.append(lambda r, what: what == "text" and len(r.text) > 40 and not seen and seen.append(
-            ConversationStore(tmp_path).get(conv.id).messages[-1]))  # a fresh start, as after kill -9
-        await reply.run()
+    async def main():
+        script = Paused([f"w{i} " for i in range(30)], clock, after=15)  # 1.5 s in: two checkpoints
+        task = asyncio.ensure_future(Reply(script, store, conv, SamplingParams(), clock=lambda: clock[0]).run())
+        deadline = time.monotonic() + 10  # the writer thread may be slow on a busy machine: wait for it
+        while True:
+            last = ConversationStore(tmp_path).get(conv.id).messages[-1]  # a fresh start, as after kill -9
+            if last.role == "assistant" and last.content.startswith("w0 w1 "):
+                break
+            assert time.monotonic() < deadline, last
+            await asyncio.sleep(0.01)
+        script.go.set()
+        await task
+        return last
 
-    run(main())
-    assert seen and seen[0].status == INTERRUPTED and seen[0].content.startswith("w0 w1 ")
+    last = run(main(), timeout=20)
+    whole = "".join(f"w{i} " for i in range(30))
+    assert last.status == INTERRUPTED and whole.startswith(last.content) and len(last.content) < len(whole)
 
 
 def test_an_error_mid_stream_keeps_the_partial_reply_as_interrupted(tmp_path) -> None:
