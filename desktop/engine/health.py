@@ -20,7 +20,7 @@ def no_service(workers: Iterable[WorkerMirror]) -> OmnideskError | None:
         reasons = list(dict.fromkeys(w.message for w in workers if w.message))
         return ModelLoadError(" ".join(reasons) or "The model could not be loaded.")
     parts = [f"worker {w.worker_id} stopped" + (f" ({w.message.rstrip('.')})" if w.message else "") for w in workers]
-    return OmnideskError(f"No worker can serve now: {'; '.join(parts)}.", code=WorkerCrashed.code, retryable=True)
+    return WorkerCrashed(f"No worker can serve now: {'; '.join(parts)}.")  # as create_session raises it
 
 
 def check_request_id(value: Any) -> str:
