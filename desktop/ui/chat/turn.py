@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Coroutine
 from desktop.engine.conversations import INTERRUPTED, Conversation, StoredMessage
 from desktop.engine.export import stats_line
 from desktop.engine.reply import Phase, Reply
-from desktop.ui.chat.message_widget import MessageWidget
+from desktop.ui.chat.message_widget import THINKING, MessageWidget
 from desktop.ui.chat.notice import eta_text, friendly
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def waiting_text(reply: Reply) -> tuple[str, float | None]:
         return "Waiting for the model…", None
     p = reply.progress
     if reply.phase is not Phase.READING or p is None:
-        return "Thinking…", None
+        return THINKING, None
     done, total = p.done - p.cached, max(p.total - p.cached, 1)
     left = reply.seconds_left
     when = f" · {eta_text(left)} left" if left is not None else ""
