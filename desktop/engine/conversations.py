@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -120,6 +121,9 @@ class ConversationStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self._convs: dict[str, Conversation] = {}
         self._index = SearchIndex()  # folded text per conversation, for `find`
+        self._stamps: dict[str, int] = {}  # the newest version taken of each conversation
+        self._written: dict[str, int] = {}  # the version on disk (saves come from two threads)
+        self._write_lock = threading.Lock()
         self.skipped: list[Path] = []  # files that could not be read, where they are now
         self.notice: str | None = None  # one paragraph for the user about them, if any
         clean_stale_temps(self.root)
@@ -237,18 +241,32 @@ class ConversationStore:
             raise KeyError(f"No conversation {conv_id!r}.")
         return conv
 
-    def write_snapshot(self, snapshot: Conversation) -> None:
+    def stamp(self, conv_id: str) -> int:
+        """Number a version of a conversation at the moment its content is taken (on the thread
+        that changes it); a write of an older version never replaces a newer one on disk."""
+        self._stamps[conv_id] = self._stamps.get(conv_id, 0) + 1
+        return self._stamps[conv_id]
+
+    def write_snapshot(self, snapshot: Conversation, stamp: int | None = None) -> None:
         """Write a copy of a saved conversation that nobody changes meanwhile, from any thread (a
         reply's checkpoints are written off the Qt thread); the store keeps its own object, and a
-        conversation deleted meanwhile is not written back."""
+        conversation deleted meanwhile is not written back. `stamp`: from `stamp()` when the copy
+        was taken; a version newer than it already on disk wins."""
         if snapshot.id in self._convs:
-            self._write_file(snapshot)
+            self._write_file(snapshot, self.stamp(snapshot.id) if stamp is None else stamp)
 
     def _write(self, conv: Conversation) -> None:
-        self._write_file(conv)
+        self._write_file(conv, self.stamp(conv.id))
         self._convs[conv.id] = conv
 
-    def _write_file(self, conv: Conversation) -> None:
+    def _write_file(self, conv: Conversation, stamp: int) -> None:
+        with self._write_lock:  # one write at a time, and never an older version over a newer
+            if stamp <= self._written.get(conv.id, 0):
+                return
+            self._write_json(conv)
+            self._written[conv.id] = stamp
+
+    def _write_json(self, conv: Conversation) -> None:
         data = conv.to_dict()
         text = json.dumps(data, ensure_ascii=False, indent=1)
         try:

@@ -116,7 +116,7 @@ class Reply:
         self.listeners: list[Listener] = []
         self._stop_asked = self._interrupt = self._abandoned = False
         self._last_save: float | None = None
-        self._pending: Conversation | None = None
+        self._pending: tuple[Conversation, int] | None = None  # a snapshot and its version
         self._flusher: asyncio.Task | None = None
 
     @property
@@ -280,7 +280,7 @@ class Reply:
         if not force and self._last_save is not None and now - self._last_save < SAVE_EVERY_S:
             return
         self._last_save = now
-        self._pending = self._snapshot()
+        self._pending = (self._snapshot(), self.store.stamp(self.conv.id))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush())
 
@@ -292,9 +292,9 @@ class Reply:
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()
         while self._pending is not None:
-            snapshot, self._pending = self._pending, None
+            (snapshot, stamp), self._pending = self._pending, None
             try:
-                await loop.run_in_executor(_writer, self.store.write_snapshot, snapshot)
+                await loop.run_in_executor(_writer, self.store.write_snapshot, snapshot, stamp)
             except OSError as exc:
                 self.save_error = exc.strerror or str(exc)
                 log.warning("Could not save conversation %s: %s", snapshot.id, exc)

@@ -135,3 +135,21 @@ def test_a_fifo_or_a_folder_named_like_a_conversation_does_not_block_the_start(t
     store = ConversationStore(tmp_path)
     assert [c.id for c in store.list()] == [good.id]
     assert "pipe.json (it is not a regular file)" in store.notice and "folder.json" not in store.notice
+
+
+def test_an_older_snapshot_written_late_never_replaces_a_newer_save(tmp_path):
+    """A reply's last checkpoint is written on a writer thread; the user's next message is saved
+    on the Qt thread. Whichever reaches the disk last, the file holds the newer version."""
+    import dataclasses
+
+    store = ConversationStore(tmp_path)
+    conv = store.new("Be brief.")
+    conv.messages += [StoredMessage("user", "Hi"), StoredMessage("assistant", "Hello!")]
+    store.save(conv)
+    old = dataclasses.replace(conv, messages=list(conv.messages))
+    old_stamp = store.stamp(conv.id)  # the reply's checkpoint, taken before the next message
+    conv.messages.append(StoredMessage("user", "And then?"))
+    store.save(conv)  # the next message, saved at once
+    store.write_snapshot(old, old_stamp)  # the checkpoint lands afterwards
+    again = ConversationStore(tmp_path).get(conv.id)
+    assert [m.content for m in again.messages] == ["Hi", "Hello!", "And then?"]

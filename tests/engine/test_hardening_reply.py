@@ -61,10 +61,10 @@ class Recording(ConversationStore):
         super().__init__(root)
         self.writes: list[tuple[str, str, str]] = []  # thread, status, content of the last message
 
-    def write_snapshot(self, snapshot) -> None:
+    def write_snapshot(self, snapshot, stamp=None) -> None:
         last = snapshot.messages[-1]
         self.writes.append((threading.current_thread().name, last.status, last.content))
-        super().write_snapshot(snapshot)
+        super().write_snapshot(snapshot, stamp)
 
 
 def asked(store: ConversationStore, text: str = "Tell me a story"):
