@@ -43,7 +43,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from bench.multiturn import conversation, reply, text_of, ttft  # noqa: E402
-from desktop.engine.protocol import Chat, Done, ErrorEvent  # noqa: E402
+from desktop.protocol import Chat, Done, ErrorEvent  # noqa: E402
 from desktop.errors import ModelLoadError  # noqa: E402
 from desktop.model.loader import LoadedModel, ModelSpec, context_length, kv_bytes_per_token, load_model  # noqa: E402
 from desktop.model.messages import Message  # noqa: E402

@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from desktop.engine.protocol import Chat, Done  # noqa: E402
+from desktop.protocol import Chat, Done  # noqa: E402
 from desktop.model import kv  # noqa: E402
 from desktop.model.loader import LoadedModel, ModelSpec, load_model  # noqa: E402
 from desktop.model.messages import Message  # noqa: E402

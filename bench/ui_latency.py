@@ -110,7 +110,7 @@ class CountedStream:
         return getattr(self.stream, name)
 
     async def __aiter__(self) -> AsyncIterator[Any]:
-        from desktop.engine.protocol import Done
+        from desktop.protocol import Done
 
         async for event in self.stream:
             if isinstance(event, Done):
@@ -148,7 +148,7 @@ def stream_pages(comp, texts: list[str]):
 
 def stream_direct(comp, texts: list[str]):
     """No chat page: gateway.chat events appended to plain text widgets."""
-    from desktop.engine.protocol import ChunkEvent, Done
+    from desktop.protocol import ChunkEvent, Done
     from desktop.model.messages import Message
 
     grid_window = QWidget()

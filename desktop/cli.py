@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 def _chat(args: argparse.Namespace) -> int:
     import torch
 
-    from desktop.engine.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
+    from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
     from desktop.model.loader import ModelSpec, load_model
     from desktop.model.messages import Message
     from desktop.model.params import SamplingParams

@@ -23,7 +23,7 @@ from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme
 from desktop.workers.factory import make_hosts
-from desktop.workers.host import WorkerHost, WorkerStatus
+from desktop.protocol import WorkerHost, WorkerStatus
 
 log = logging.getLogger(__name__)
 RESTARTING = "Restarting the model with the new settings…"

@@ -1,1 +1,1 @@
-"""Gateway, protocol and output pipeline: the async core between the UI and the workers."""
+"""Gateway and output pipeline: the async core between the UI and the workers."""

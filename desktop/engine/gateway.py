@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from desktop.engine.health import check_request_id, check_system, no_service
 from desktop.engine.pool import Entry, Pool
-from desktop.engine.protocol import (
+from desktop.protocol import (
     AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued,
     QueueUpdate, Stop, TokenStats,
 )
@@ -23,7 +23,7 @@ from desktop.engine.streams import Request, RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed
 from desktop.model.messages import Message, char_limit, history_hash, parse_messages, prefix_hashes
 from desktop.model.params import SamplingParams, as_params
-from desktop.workers.host import WorkerHost, WorkerState
+from desktop.protocol import WorkerHost, WorkerState
 
 log = logging.getLogger(__name__)
 

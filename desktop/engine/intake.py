@@ -10,14 +10,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from desktop.engine.health import no_service
-from desktop.engine.protocol import (
+from desktop.protocol import (
     TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
     TokenStats,
 )
 from desktop.engine.streams import Request
 from desktop.errors import WorkerCrashed
 from desktop.model.messages import Message, prefix_hashes
-from desktop.workers.host import WorkerStatus
+from desktop.protocol import WorkerStatus
 
 if TYPE_CHECKING:
     from desktop.engine.gateway import Gateway

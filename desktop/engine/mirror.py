@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from desktop.engine.protocol import SlotInfo
-from desktop.workers.host import WorkerState
+from desktop.protocol import SlotInfo
+from desktop.protocol import WorkerState
 
 
 class Route(str, Enum):

@@ -11,9 +11,9 @@ from typing import Callable, Iterable
 
 from desktop.engine.eta import ServiceTimes, Waits
 from desktop.engine.mirror import Route, WorkerMirror
-from desktop.engine.protocol import Command, CreateSession, SlotInfo
+from desktop.protocol import Command, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
-from desktop.workers.host import WorkerState, WorkerStatus
+from desktop.protocol import WorkerState, WorkerStatus
 
 
 @dataclass(eq=False, slots=True)

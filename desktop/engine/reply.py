@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from desktop.engine.conversations import INTERRUPTED, STREAMING, Conversation, ConversationStore, StoredMessage
-from desktop.engine.protocol import (
+from desktop.protocol import (
     ChunkEvent, Done, ErrorEvent, PrefillDone, PrefillProgress, Queued, QueueDone, QueueUpdate,
 )
 from desktop.errors import OmnideskError

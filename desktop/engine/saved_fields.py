@@ -8,7 +8,7 @@ import re
 from dataclasses import fields
 from typing import Any
 
-from desktop.engine.protocol import TokenStats
+from desktop.protocol import TokenStats
 
 MAX_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last moment the date functions can show
 _SURROGATE = re.compile("[\\ud800-\\udfff]")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from desktop.engine.pool import Entry
-from desktop.engine.protocol import TERMINAL, Event
+from desktop.protocol import TERMINAL, Event
 from desktop.model.messages import Message
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from desktop.engine.protocol import AppendInput, Chat, CreateSession, Generate, MatchKind
+from desktop.protocol import AppendInput, Chat, CreateSession, Generate, MatchKind
 from desktop.errors import ContextOverflow, InvalidRequest
 from desktop.model import kv
 from desktop.model.messages import Message

@@ -16,9 +16,10 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
     # Ctrl-C in the terminal that started the app reaches the whole process group: the app shuts
     # its workers down in order; a child killed mid-step by SIGINT would only be restarted.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from desktop.engine.protocol import Shutdown
+    from desktop.protocol import Shutdown
     from desktop.errors import OmnideskError
-    from desktop.workers.host import WorkerState, WorkerStatus, up_status
+    from desktop.protocol import WorkerState, WorkerStatus
+    from desktop.workers.runtime import up_status
     from desktop.workers.runtime import load_worker
 
     send_lock = threading.Lock()

@@ -8,7 +8,7 @@ import logging
 import queue
 from typing import TYPE_CHECKING
 
-from desktop.engine.protocol import (
+from desktop.protocol import (
     AppendInput, Chat, Command, CreateSession, Done, EndSession, Generate, Reset, Shutdown, Stop,
 )
 from desktop.errors import InvalidRequest, OmnideskError, UnknownSession

@@ -8,7 +8,7 @@ import os
 from desktop.model.loader import ModelSpec
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness
-from desktop.workers.host import WorkerHost
+from desktop.protocol import WorkerHost
 from desktop.workers.process_host import ProcessHost
 from desktop.workers.thread_host import ThreadHost
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from desktop.engine.protocol import Heartbeat
+from desktop.protocol import Heartbeat
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from collections import defaultdict, deque
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from desktop.engine.protocol import TERMINAL, Command, Event
+from desktop.protocol import TERMINAL, Command, Event
 from desktop.model.loader import LoadedModel
 from desktop.workers.config import WorkerConfig
 from desktop.workers.worker import Worker

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from desktop.engine.protocol import MatchKind
+from desktop.protocol import MatchKind
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.messages import Message, history_hash, prefix_hashes
 from desktop.workers.config import CacheMode

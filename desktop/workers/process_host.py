@@ -12,12 +12,12 @@ import queue
 import threading
 from dataclasses import replace
 
-from desktop.engine.protocol import Command, Heartbeat, Shutdown
+from desktop.protocol import Command, Heartbeat, Shutdown
 from desktop.model.loader import ModelSpec
 from desktop.workers.child import child_main
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness, Watchdog
-from desktop.workers.host import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
 
 log = logging.getLogger(__name__)
 

@@ -3,12 +3,11 @@ by the thread host and the subprocess child so both run exactly the same code.""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-from desktop.engine.protocol import Event
+from desktop.protocol import Event, WorkerState, WorkerStatus
 from desktop.model.loader import ModelSpec, load_model
 from desktop.workers.config import WorkerConfig
-from desktop.workers.host import WorkerState
 
 
 def load_worker(
@@ -32,3 +31,9 @@ def load_worker(
 
     loaded = load_model(spec, progress=progress)
     return Worker(loaded, config, emit=emit)
+
+
+def up_status(worker_id: str, device: str, config: WorkerConfig, lm: Any) -> WorkerStatus:
+    """The IDLE status of a worker that has just loaded `lm` (a LoadedModel)."""
+    return WorkerStatus(worker_id, WorkerState.IDLE, "", device, config.max_running, config.num_slots,
+                        lm.name, bool(lm.supports_images), lm.context_length)

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from desktop.engine.protocol import SlotInfo
+from desktop.protocol import SlotInfo
 from desktop.errors import BusyError, ContextOverflow
 from desktop.model.messages import Message, prefix_hashes
 

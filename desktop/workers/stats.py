@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from desktop.engine.eta import Waits
-from desktop.engine.protocol import MatchKind, TokenStats
+from desktop.protocol import MatchKind, TokenStats
 from desktop.workers.sequence import Seq
 
 

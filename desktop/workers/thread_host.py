@@ -12,12 +12,13 @@ import logging
 import threading
 import time
 
-from desktop.engine.protocol import Command, Event, Heartbeat, Reset, Shutdown
+from desktop.protocol import Command, Event, Heartbeat, Reset, Shutdown
 from desktop.errors import OmnideskError
 from desktop.model.loader import LoadedModel, ModelSpec
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness, Watchdog
-from desktop.workers.host import EventSink, WorkerHost, WorkerState, WorkerStatus, up_status
+from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.workers.runtime import up_status
 from desktop.workers.runtime import load_worker
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from typing import Callable
 
-from desktop.engine.protocol import Chat, Command, CreateSession, Reset, Shutdown, Stop
+from desktop.protocol import Chat, Command, CreateSession, Reset, Shutdown, Stop
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.messages import Message, parse_messages
 

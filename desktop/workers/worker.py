@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from desktop.engine.protocol import (
+from desktop.protocol import (
     ChunkEvent,
     Command,
     Done,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from desktop.engine.protocol import (
+from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, Generate,
     PrefillDone, SlotInfo, Stop, TokenStats,
 )
 from desktop.model.messages import Message, history_hash, prefix_hashes
-from desktop.workers.host import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
 
 
 @dataclass

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable
 
 from desktop.engine.gateway import Gateway, RequestStream
-from desktop.engine.protocol import TERMINAL, Event
+from desktop.protocol import TERMINAL, Event
 from desktop.model.messages import Message
 from fake_host import FakeHost
 

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import Chat, ChunkEvent, Done, ErrorEvent, PrefillDone, QueueDone, Queued, QueueUpdate, Stop
+from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, PrefillDone, QueueDone, Queued, QueueUpdate, Stop
 from desktop.errors import InvalidRequest, QueueFullError, UnknownRequest
 from fake_host import FakeHost
 from gw_helpers import collect, gateway, run, settle, take, terminal, user

@@ -10,7 +10,7 @@ from collections import Counter
 from hypothesis import given, settings, strategies as st
 
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import TERMINAL, Stop
+from desktop.protocol import TERMINAL, Stop
 from desktop.errors import OmnideskError
 from fake_host import FakeHost
 from gw_helpers import run, settle, user

@@ -3,7 +3,7 @@ LRU eviction, and conversations that keep hitting their worker."""
 
 from __future__ import annotations
 
-from desktop.engine.protocol import Done, PrefillDone
+from desktop.protocol import Done, PrefillDone
 from fake_host import FakeHost
 from gw_helpers import bot, collect, gateway, run, settle, terminal, turn, user
 

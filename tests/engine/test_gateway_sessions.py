@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from desktop.engine.protocol import (
+from desktop.protocol import (
     AppendInput, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Generate, PrefillDone, QueueDone, Queued, Stop,
 )
 from desktop.errors import UnknownSession, WorkerCrashed

@@ -4,7 +4,7 @@ its cache on the worker that holds it, a session runs end to end, a cancel stops
 from __future__ import annotations
 
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import Done, PrefillDone
+from desktop.protocol import Done, PrefillDone
 from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
 from desktop.workers.config import WorkerConfig

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from desktop.engine.protocol import CreateSession
+from desktop.protocol import CreateSession
 from desktop.errors import ContextOverflow, InvalidRequest, UnknownSession
 from fake_host import FakeHost
 from gw_helpers import gateway, run, settle, user

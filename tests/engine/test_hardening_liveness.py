@@ -14,7 +14,7 @@ import time
 import pytest
 
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import ChunkEvent, Done, ErrorEvent, Queued
+from desktop.protocol import ChunkEvent, Done, ErrorEvent, Queued
 from desktop.errors import ModelLoadError, OmnideskError
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message

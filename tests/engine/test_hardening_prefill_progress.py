@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import Chat, ChunkEvent, Done, PrefillDone, PrefillProgress
+from desktop.protocol import Chat, ChunkEvent, Done, PrefillDone, PrefillProgress
 from desktop.engine.reply import prefill_left
 from desktop.model.loader import ModelSpec, load_model
 from desktop.model.messages import Message

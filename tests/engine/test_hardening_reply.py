@@ -13,7 +13,7 @@ import time
 import pytest
 
 from desktop.engine.conversations import INTERRUPTED, STREAMING, ConversationStore, StoredMessage
-from desktop.engine.protocol import ChunkEvent, Done, ErrorEvent, PrefillDone, PrefillProgress, TokenStats
+from desktop.protocol import ChunkEvent, Done, ErrorEvent, PrefillDone, PrefillProgress, TokenStats
 from desktop.engine.reply import CONTINUE_PROMPT, SAVE_EVERY_S, Reply, joined, prefill_left
 from desktop.model.params import SamplingParams
 from gw_helpers import run

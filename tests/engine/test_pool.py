@@ -9,9 +9,9 @@ import pytest
 from desktop.engine.eta import ServiceTimes, Waits
 from desktop.engine.mirror import Route, WorkerMirror
 from desktop.engine.pool import Entry, Pool
-from desktop.engine.protocol import Chat, CreateSession, Generate, SlotInfo
+from desktop.protocol import Chat, CreateSession, Generate, SlotInfo
 from desktop.model.messages import Message
-from desktop.workers.host import WorkerState, WorkerStatus
+from desktop.protocol import WorkerState, WorkerStatus
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from desktop.engine.pool import Entry, Pool
-from desktop.engine.protocol import Chat, CreateSession, Generate
+from desktop.protocol import Chat, CreateSession, Generate
 from desktop.errors import QueueFullError
 from desktop.model.messages import Message
-from desktop.workers.host import WorkerState, WorkerStatus
+from desktop.protocol import WorkerState, WorkerStatus
 
 WORKERS = {"w0": (1, 1), "w1": (2, 2), "w2": (2, 3)}  # id → (capacity, slots)
 

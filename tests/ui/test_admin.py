@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop.composition import Composition
-from desktop.engine.protocol import ChunkEvent, Done
+from desktop.protocol import ChunkEvent, Done
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.settings import Settings

@@ -11,7 +11,7 @@ from PySide6.QtTest import QTest
 
 from desktop.engine.conversations import ConversationStore
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import ChunkEvent, Done, ErrorEvent
+from desktop.protocol import ChunkEvent, Done, ErrorEvent
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.settings import Settings

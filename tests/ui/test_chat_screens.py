@@ -10,7 +10,7 @@ import pytest
 
 from desktop.engine.conversations import ConversationStore, StoredMessage
 from desktop.engine.presets import PresetStore
-from desktop.engine.protocol import ChunkEvent, Done, ErrorEvent, PrefillDone, TokenStats
+from desktop.protocol import ChunkEvent, Done, ErrorEvent, PrefillDone, TokenStats
 from desktop.errors import OmnideskError, QueueFullError
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from desktop.engine.conversations import ConversationStore
-from desktop.engine.protocol import ChunkEvent, Done, PrefillDone, TokenStats
+from desktop.protocol import ChunkEvent, Done, PrefillDone, TokenStats
 from desktop.engine.voice import Voice
 from desktop.media.devices import NO_OUTPUT
 from desktop.media.fake_audio import FakeAudioOutput

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from desktop.engine.conversations import INTERRUPTED, STREAMING, ConversationStore
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import PrefillProgress
+from desktop.protocol import PrefillProgress
 from desktop.engine.reply import CONTINUE_PROMPT
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage

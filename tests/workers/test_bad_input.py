@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from worker_helpers import chat, make_client
 
-from desktop.engine.protocol import AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, Stop
+from desktop.protocol import AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, Stop
 from desktop.errors import InvalidRequest
 from desktop.model.messages import Message, parse_messages
 from desktop.model.params import SamplingParams

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from worker_helpers import chat, make_client, run_all
 
-from desktop.engine.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, Stop
+from desktop.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, Stop
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 

@@ -11,7 +11,7 @@ import pytest
 from worker_helpers import make_client, run_all
 
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import AppendInput, Chat, CreateSession, Done, ErrorEvent, Generate
+from desktop.protocol import AppendInput, Chat, CreateSession, Done, ErrorEvent, Generate
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams

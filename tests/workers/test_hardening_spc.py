@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from worker_helpers import chat, make_client
 
-from desktop.engine.protocol import Chat, ChunkEvent, Done
+from desktop.protocol import Chat, ChunkEvent, Done
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 

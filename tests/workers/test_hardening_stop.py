@@ -11,7 +11,7 @@ import signal
 import pytest
 from worker_helpers import make_client
 
-from desktop.engine.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
+from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
 from desktop.model import kv
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams

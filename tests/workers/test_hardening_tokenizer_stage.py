@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import pytest
 
-from desktop.engine.protocol import (
+from desktop.protocol import (
     TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Shutdown, Stop,
 )
 from desktop.model.chat_template import ChatTemplate

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from desktop.engine.protocol import Heartbeat
+from desktop.protocol import Heartbeat
 from desktop.model import kv
 from desktop.workers.heartbeat import Liveness, Pulse, Watchdog
 

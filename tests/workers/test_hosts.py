@@ -9,7 +9,7 @@ import signal
 import time
 
 from desktop.engine.gateway import Gateway
-from desktop.engine.protocol import ChunkEvent, Done, ErrorEvent
+from desktop.protocol import ChunkEvent, Done, ErrorEvent
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams

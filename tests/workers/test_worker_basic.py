@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from worker_helpers import chat, make_client
 
-from desktop.engine.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, Generate, PrefillDone, Stop
+from desktop.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, Generate, PrefillDone, Stop
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 

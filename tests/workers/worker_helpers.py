@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from desktop.engine.protocol import Chat, Done
+from desktop.protocol import Chat, Done
 from desktop.model import kv
 from desktop.model.loader import LoadedModel
 from desktop.model.messages import Message
@@ -55,7 +55,7 @@ def chat(client: LocalClient, rid: str, msgs, max_tokens: int = 8) -> Done:
 
 def run_all(client: LocalClient, cmds) -> dict[str, list]:
     """Submit all commands at once (they batch), step until each has its terminal event."""
-    from desktop.engine.protocol import TERMINAL
+    from desktop.protocol import TERMINAL
 
     for cmd in cmds:
         client.submit(cmd)

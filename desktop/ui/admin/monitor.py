@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from desktop.engine.protocol import Command, Done, ErrorEvent, SlotInfo
-from desktop.workers.host import EventSink, WorkerHost, WorkerStatus
+from desktop.protocol import Command, Done, ErrorEvent, SlotInfo
+from desktop.protocol import EventSink, WorkerHost, WorkerStatus
 from desktop.workers.stats import WorkerCounters
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The interface every worker host offers the gateway, whatever its transport (thread,
-spawned subprocess, remote server): submit typed commands, receive typed events."""
+spawned subprocess, remote server): submit typed commands, receive typed events and statuses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
-from desktop.engine.protocol import Command, Event
+from desktop.protocol.commands import Command
+from desktop.protocol.events import Event
 
 
 class WorkerState(str, Enum):
@@ -57,9 +58,3 @@ class WorkerHost(ABC):
     @abstractmethod
     def close(self, timeout: float = 5.0) -> None:
         """Stop the loop and free the model; in-flight requests end with an error event."""
-
-
-def up_status(worker_id: str, device: str, config: Any, lm: Any) -> WorkerStatus:
-    """The IDLE status of a worker that has just loaded `lm` (a LoadedModel)."""
-    return WorkerStatus(worker_id, WorkerState.IDLE, "", device, config.max_running, config.num_slots,
-                        lm.name, bool(lm.supports_images), lm.context_length)

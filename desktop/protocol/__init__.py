@@ -1,0 +1,19 @@
+"""The contract between the engine (gateway) and the workers, beneath both: commands, events,
+slot snapshots, token stats and the host interface with its statuses. Torch-free; nothing here
+imports the engine, the workers or the UI."""
+
+from desktop.protocol.commands import (
+    AppendInput, Chat, Command, CreateSession, EndSession, Generate, Reset, Shutdown, Stop,
+)
+from desktop.protocol.events import (
+    TERMINAL, ChunkEvent, Done, ErrorEvent, Event, Heartbeat, MatchKind, PrefillDone, PrefillProgress,
+    QueueDone, Queued, QueueUpdate, SlotInfo, TokenStats,
+)
+from desktop.protocol.host import EventSink, WorkerHost, WorkerState, WorkerStatus
+
+__all__ = [
+    "AppendInput", "Chat", "Command", "CreateSession", "EndSession", "Generate", "Reset", "Shutdown", "Stop",
+    "TERMINAL", "ChunkEvent", "Done", "ErrorEvent", "Event", "Heartbeat", "MatchKind", "PrefillDone",
+    "PrefillProgress", "QueueDone", "Queued", "QueueUpdate", "SlotInfo", "TokenStats",
+    "EventSink", "WorkerHost", "WorkerState", "WorkerStatus",
+]

@@ -1,0 +1,75 @@
+"""Typed commands from the gateway to a worker: plain frozen dataclasses of picklable fields, so the
+same objects cross a thread queue or a process pipe. Every command that carries a request_id ends
+with exactly one Done or ErrorEvent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """Stateless turn: the whole message list; the worker finds the slot that holds its prefix.
+    `params.max_tokens == 0` only prefills (warms the cache)."""
+
+    request_id: str
+    messages: tuple[Message, ...]
+    params: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateSession:
+    """Open a stateful session pinned to one slot; an optional system prompt is prefilled."""
+
+    request_id: str
+    session_id: str
+    system: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInput:
+    """Append new messages (the delta) to a session and prefill them."""
+
+    request_id: str
+    session_id: str
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Generate:
+    """Generate the assistant's reply in a session from what has been appended so far."""
+
+    request_id: str
+    session_id: str
+    params: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Stop (cancel) a running or queued request within one decode step; its KV is kept."""
+
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndSession:
+    """Close a session and free its KV."""
+
+    request_id: str
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """Ask the worker loop to exit after failing what is still in flight."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """The host gave up on what the worker was doing (it was declared hung): fail every request
+    and end every session, so that the worker comes back empty if it ever resumes."""
+
+
+Command = Chat | CreateSession | AppendInput | Generate | Stop | EndSession | Shutdown | Reset

@@ -1,0 +1,141 @@
+"""Typed events from a worker (or the gateway) about one request, the slot snapshot and token
+stats they carry, and the worker's heartbeat."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+class MatchKind(str, Enum):
+    """How a prefill found its cache: hit (nothing new but the reply prompt), extend (slot held the
+    history), prefix (cropped at a divergence), spc (system prompt cache), miss (from scratch)."""
+
+    HIT = "hit"
+    EXTEND = "extend"
+    PREFIX = "prefix"
+    SPC = "spc"
+    MISS = "miss"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStats:
+    """Numbers of one request, measured where they happen."""
+
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    kind: str = MatchKind.MISS.value
+    miss_reason: str = ""
+    prefill_ms: float = 0.0
+    ttft_ms: float = 0.0
+    decode_ms: float = 0.0
+    queue_ms: float = 0.0
+    finish_reason: str = ""
+    slot: int = -1
+
+    @property
+    def new_tokens(self) -> int:
+        return self.input_tokens - self.cached_tokens
+
+    @property
+    def tok_s(self) -> float:
+        return 1000.0 * max(self.generated_tokens - 1, 0) / self.decode_ms if self.decode_ms > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillDone:
+    request_id: str
+    input_tokens: int
+    cached_tokens: int
+    kind: str
+    prefill_ms: float
+    slot: int
+    miss_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """A long prompt is being read: `done` of `total` prompt tokens are in the KV (`cached` of them
+    were reused, not computed), after `elapsed_ms` of prefill. Sent after a prefill chunk that
+    leaves more to do, at most a few times a second; short prompts send none. The time left is
+    worked out from two reports (engine/reply.prefill_left)."""
+
+    request_id: str
+    done: int
+    total: int
+    cached: int = 0
+    elapsed_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEvent:
+    """A piece of streamed text: always whole UTF-8 characters."""
+
+    request_id: str
+    text_delta: str
+    token_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SlotInfo:
+    """The gateway's mirror of one slot: which conversation prefixes it holds and how recent it is."""
+
+    index: int
+    state: str
+    hashes: tuple[bytes, ...]
+    tokens: int
+    last_used: float
+    session_id: str | None
+    kv_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    request_id: str
+    text: str = ""
+    stats: TokenStats = field(default_factory=TokenStats)
+    slots: tuple[SlotInfo, ...] = ()
+    token_ids: tuple[int, ...] = ()  # the generated ids (EOS included)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    request_id: str
+    code: str
+    message: str
+    retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    request_id: str
+    position: int
+    eta_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUpdate:
+    request_id: str
+    position: int
+    eta_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDone:
+    request_id: str
+    waited_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A worker loop is alive: sent to its host at least every `Liveness.beat_s` while idle and
+    while it works. `work` counts units of progress (scheduler ticks and model layers run), so a
+    busy worker whose `work` stands still is not progressing. Never part of a request's stream."""
+
+    work: int
+    running: int
+    resets: int = 0  # Reset commands handled so far
+
+
+Event = PrefillDone | PrefillProgress | ChunkEvent | Done | ErrorEvent | Queued | QueueUpdate | QueueDone
+TERMINAL = (Done, ErrorEvent)
