@@ -18,7 +18,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("command", nargs="?", default="gui", choices=["gui", "chat"],
                    help="gui: the desktop window (default; the terminal chat without a display) · chat: the terminal chat")
     p.add_argument("--model", default="default", help="'default' (embedded SmolLM2), a local Hugging Face folder or a .gguf file")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                   help="auto (default): bfloat16 on a GPU or a CPU with native bf16, else float32")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--system", default="You are a helpful assistant.", help="system prompt ('' for none)")
     p.add_argument("--max-tokens", type=int, default=256)

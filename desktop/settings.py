@@ -35,7 +35,7 @@ class Settings(BaseModel):
 
     # model and workers
     model_source: str = "default"  # "default", a local Hugging Face folder or a .gguf file
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on a GPU or a CPU with native bf16
     device: str = "cpu"  # cpu | cuda | cuda:N
     workers: int = Field(1, ge=1, le=16)  # CPU workers (GPUs: one per device)
     slots_per_worker: int = Field(4, ge=1, le=64)

@@ -8,11 +8,12 @@ import logging
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from desktop.errors import InvalidRequest, ModelLoadError
+from desktop.model import dtype as dtypes
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.load_errors import load_errors as _load_errors
 from desktop.model.default_model import (
@@ -49,15 +50,15 @@ class ModelSpec:
     a local Hugging Face model folder, or a .gguf file."""
 
     source: str = "default"
-    dtype: str = "float32"
+    dtype: str = "float32"  # or "auto" (the app's default: bf16 where the hardware has it)
     device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():
             raise ModelLoadError('No model chosen: use "default", a model folder or a .gguf file.')
-        if self.dtype not in DTYPE_SIZES:
+        if self.dtype not in DTYPE_SIZES and self.dtype != dtypes.AUTO:
             raise ModelLoadError(
-                f"Unknown dtype {self.dtype!r}: use one of {', '.join(DTYPE_SIZES)}."
+                f"Unknown dtype {self.dtype!r}: use auto or one of {', '.join(DTYPE_SIZES)}."
             )
         if not isinstance(self.device, str) or not _DEVICE.fullmatch(self.device):
             raise ModelLoadError(f"Unknown device {self.device!r}: use cpu, cuda or cuda:N (e.g. cuda:1).")
@@ -82,13 +83,15 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
     """Load `spec`, calling `progress(stage, fraction or None)` at each stage.
 
     Every failure the user can cause (missing path, not a model, unsupported architecture,
-    corrupt files, no CUDA, out of memory) raises ModelLoadError with the cause chained."""
+    corrupt files, no CUDA, out of memory) raises ModelLoadError with the cause chained.
+    A dtype of "auto" becomes bfloat16 or float32 here (model/dtype.py); LoadedModel.dtype says which."""
     report = progress or (lambda stage, fraction: None)
     start = time.perf_counter()
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own progress callback reports the stages
     _check_device(spec.device)
+    spec = replace(spec, dtype=dtypes.resolve(spec.dtype, spec.device))
     if spec.source == "tiny":
         name, (model, tokenizer) = TINY_NAME, _load_tiny(spec, report)
     elif spec.source == "default":

@@ -77,8 +77,8 @@ class ModelPage(Page):
         self.dtype.addItems(list(get_args(Settings.model_fields["dtype"].annotation)))
         self.dtype.setCurrentText(s.dtype)
         self.dtype.setMinimumWidth(field_width(self.dtype))
-        self.add("Data &type:", "dtype", self.dtype, "float32: exact, best on a CPU. "
-                 "bfloat16 or float16: half the memory, for GPUs.")
+        self.add("Data &type:", "dtype", self.dtype, "auto: bfloat16 on a GPU or a CPU that computes bf16 natively, else float32. "
+                 "float32: exact, twice the memory. bfloat16 or float16: half the memory, faster.")
         self.workers = int_spin("workers")
         self.workers.setValue(s.workers)
         self.add("&Workers:", "workers", self.workers, "Model copies on the CPU (a GPU device gets one each).")
