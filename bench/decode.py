@@ -131,12 +131,13 @@ def decode_run(lm: LoadedModel, batch: int, tokens: int, skip: int, prompt_token
         msgs = (Message("system", "You are a helpful assistant."), Message("user", text_of(lm, prompt_tokens, 7 + 13 * i)))
         client.submit(Chat(f"d{batch}.{i}", msgs, params))
         ids.append(f"d{batch}.{i}")
-    device = worker.device
+    device = lm.model.device
     steps: list[tuple[int, float, int]] = []  # (rows decoding, seconds, context width) per pure decode step
     busy = True
     while busy:
-        pure = not worker.waiting and not worker.prefilling and worker.inbox.empty() and bool(worker.decoding)
-        rows, width = len(worker.decoding), worker.batch.width if worker.decoding else 0
+        sched = worker.scheduler
+        pure = not sched.waiting and not sched.prefilling and worker.intake.empty() and bool(sched.running)
+        rows, width = len(sched.running), max((s.num_kv for s in sched.running.values()), default=0)
         sync(device)
         start = time.perf_counter()
         busy = worker.step()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from desktop.workers.waits import Waits  # noqa: F401  (re-exported: the pool's queue waits)
+
 
 class ServiceTimes:
     """Moving average of how long a worker's capacity stays taken by one request.
@@ -29,25 +31,3 @@ class ServiceTimes:
         """Seconds until the request at 1-based `position` should start, with `capacity`
         sequences served at once by the workers it can use."""
         return position * self.mean_s / max(capacity, 1)
-
-
-class Waits:
-    """The last `window` samples in milliseconds: queue waits (0 for requests dispatched at
-    once) in the pool, TTFTs in the worker counters."""
-
-    def __init__(self, window: int = 1000) -> None:
-        self._samples: deque[float] = deque(maxlen=window)
-
-    def add(self, ms: float) -> None:
-        self._samples.append(max(ms, 0.0))
-
-    def __len__(self) -> int:
-        return len(self._samples)
-
-    def percentile(self, q: float) -> float:
-        """Nearest-rank percentile, q in [0, 100]; 0.0 when nothing was recorded."""
-        if not self._samples:
-            return 0.0
-        ordered = sorted(self._samples)
-        rank = max(int(-(-q * len(ordered) // 100)), 1)  # ceil(q/100 · n), at least the first
-        return ordered[min(rank, len(ordered)) - 1]

@@ -1,179 +1,188 @@
-"""Admission and release of requests in a worker: pick the slot, keep the reusable KV, check the
-context window and the memory budget; afterwards record what the slot or session now holds."""
+"""Admission and release of requests (torch-free): pick the slot, keep the reusable KV, check the
+context window and the memory budget; afterwards record what the slot or session now holds.
+Every change to a slot's KV is queued as a KV op (kv_ops) for the runner, in order."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import Callable
 
-from desktop.protocol import AppendInput, Chat, CreateSession, Generate, MatchKind
 from desktop.errors import ContextOverflow, InvalidRequest
-from desktop.model import kv
+from desktop.model.chat_template import ChatTemplate
 from desktop.model.messages import Message
-from desktop.workers.sequence import Phase, Seq, Session
-
-if TYPE_CHECKING:
-    from desktop.workers.worker import Worker
+from desktop.protocol import AppendInput, Chat, CreateSession, Generate, MatchKind
+from desktop.workers.config import WorkerConfig
+from desktop.workers.kv_ops import Clear, CopyPrefix, Crop, Fill, KvOp, Restore, Save
+from desktop.workers.matcher import Matcher
+from desktop.workers.sequence import Placement, Seq, Session
+from desktop.workers.slots import Slot, SlotTable
+from desktop.workers.spc import SystemPromptCache
 
 log = logging.getLogger(__name__)
 
 
 class Admission:
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    def __init__(self, table: SlotTable, matcher: Matcher, spc: SystemPromptCache, sessions: dict[str, Session],
+                 template: ChatTemplate, config: WorkerConfig, window: int, ops: deque[KvOp],
+                 clock: Callable[[], float]) -> None:
+        self.table, self.matcher, self.spc, self.sessions = table, matcher, spc, sessions
+        self.template, self.cfg, self.window, self.ops, self.clock = template, config, window, ops, clock
 
     # ------------------------------------------------------------------ start
 
-    def start(self, seq: Seq) -> None:
-        """Plan, check and claim; raises OmnideskError leaving slots and sessions unchanged."""
+    def place(self, seq: Seq) -> None:
+        """Plan, check and claim: sets seq.placement and seq.num_kv. Raises OmnideskError leaving
+        slots and sessions as they were (evictions aside: an evicted slot stays evicted)."""
         cmd = seq.command
+        source: Slot | None = None
         if isinstance(cmd, Chat):
-            self._plan_chat(seq)
+            plan = self.matcher.plan(seq.msgs)
+            placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
+                                  plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids)
+            source = plan.source
         elif isinstance(cmd, CreateSession):
-            self._plan_create(seq, cmd)
+            placement = self._plan_create(seq)
         elif isinstance(cmd, AppendInput):
-            self._plan_append(seq)
+            placement = self._plan_append(seq)
         else:
-            self._plan_generate(seq)
-        self._check(seq)
-        self._claim(seq)
+            placement = self._plan_generate(seq)
+        if source is not None:  # copy now: the budget check may evict the source afterwards
+            self.ops.append(CopyPrefix(source.index, placement.slot.index, placement.cached))
+        try:
+            self._check(seq, placement)
+        except Exception:
+            if source is not None:
+                self.ops.append(Clear(placement.slot.index))
+            raise
+        self._claim(seq, placement, source is not None)
 
-    def _plan_chat(self, seq: Seq) -> None:
-        plan = self.w.matcher.plan(seq.msgs)
-        seq.slot, seq.target, seq.canon, seq.bounds = plan.slot, plan.prompt, plan.canon, plan.bounds
-        seq.kind, seq.miss_reason, seq.cached = plan.kind.value, plan.miss_reason, plan.reuse
-        seq.generate = seq.params.max_tokens > 0
-        seq.spc_ids = plan.spc_ids
-        if plan.source is not None:  # copy now: the budget check may evict the source afterwards
-            seq.cache = kv.clone_prefix(plan.source.kv, plan.reuse)
-            seq.kv_ids = plan.source.ids[: plan.reuse]
+    def _plan_create(self, seq: Seq) -> Placement:
+        slot = self.table.take_free()
+        prompt = self.template.encode(seq.msgs).ids if seq.msgs else []
+        if prompt and self.cfg.cache_mode.spc:
+            return Placement(slot, prompt, len(prompt), MatchKind.SPC.value, False, spc_ids=prompt)
+        return Placement(slot, prompt, 0, MatchKind.MISS.value, False)
 
-    def _plan_create(self, seq: Seq, cmd: CreateSession) -> None:
-        seq.slot = self.w.table.take_free()
-        seq.generate = False
-        seq.msgs = (Message("system", cmd.system),) if cmd.system else ()
-        seq.target = self.w.template.encode(seq.msgs).ids if seq.msgs else []
-        if seq.target and self.w.cfg.cache_mode.spc:
-            seq.spc_ids, seq.kind, seq.cached = seq.target, MatchKind.SPC.value, len(seq.target)
-
-    def _plan_append(self, seq: Seq) -> None:
+    def _plan_append(self, seq: Seq) -> Placement:
         session = seq.session
         try:
-            delta = self.w.template.encode_delta(session.history, seq.msgs).ids
+            delta = self.template.encode_delta(session.history, seq.msgs).ids
         except ValueError:
             raise InvalidRequest("This model's chat template cannot be extended message by message; use plain chat.") from None
-        seq.slot, seq.generate = session.slot, False
-        seq.target = session.slot.ids + session.pending + delta
-        seq.cached = len(session.slot.ids)
-        seq.kind = MatchKind.EXTEND.value if seq.cached else MatchKind.MISS.value
+        cached = len(session.slot.ids)
+        kind = MatchKind.EXTEND if cached else MatchKind.MISS
+        return Placement(session.slot, session.slot.ids + session.pending + delta, cached, kind.value, False)
 
-    def _plan_generate(self, seq: Seq) -> None:
-        session = seq.session
-        seq.slot, seq.generate = session.slot, True
-        seq.target = session.slot.ids + session.pending + self.w.template.gen_prompt_ids
-        seq.cached = min(len(session.slot.ids), len(seq.target) - 1)
-        new = len(seq.target) - seq.cached
-        seq.kind = (MatchKind.HIT if new <= len(self.w.template.gen_prompt_ids) else MatchKind.EXTEND).value
-        if not seq.cached:
-            seq.kind = MatchKind.MISS.value
+    def _plan_generate(self, seq: Seq) -> Placement:
+        session, gen = seq.session, self.template.gen_prompt_ids
+        prompt = session.slot.ids + session.pending + gen
+        cached = min(len(session.slot.ids), len(prompt) - 1)
+        kind = MatchKind.HIT if len(prompt) - cached <= len(gen) else MatchKind.EXTEND
+        return Placement(session.slot, prompt, cached, (kind if cached else MatchKind.MISS).value, True)
 
-    def _check(self, seq: Seq) -> None:
-        ctx = self.w.lm.context_length
-        if len(seq.target) > (ctx - 1 if seq.generate else ctx):
+    def _check(self, seq: Seq, p: Placement) -> None:
+        ctx = self.window
+        if len(p.prompt) > (ctx - 1 if p.generate else ctx):
             raise ContextOverflow(
-                f"This conversation is {len(seq.target)} tokens long; the model's context window is {ctx} "
+                f"This conversation is {len(p.prompt)} tokens long; the model's context window is {ctx} "
                 "tokens. Start a new conversation or shorten the message."
             )
-        seq.max_new = min(seq.params.max_tokens, ctx - len(seq.target)) if seq.generate else 0
-        self.w.table.reserve(seq.slot, len(seq.target) + seq.max_new)
+        max_new = min(seq.params.max_tokens, ctx - len(p.prompt)) if p.generate else 0
+        self.table.reserve(p.slot, len(p.prompt) + max_new)
 
-    def _claim(self, seq: Seq) -> None:
-        slot, w = seq.slot, self.w
+    def _claim(self, seq: Seq, p: Placement, copied: bool) -> None:
+        slot, ops = p.slot, self.ops
         if isinstance(seq.command, CreateSession):
             session = Session(seq.command.session_id, slot, list(seq.msgs), busy=seq.request_id)
-            w.sessions[session.session_id] = session
+            self.sessions[session.session_id] = session
             slot.session_id, seq.session = session.session_id, session
         elif isinstance(seq.command, AppendInput):
             seq.session.history += seq.msgs
         slot.request_id = seq.request_id
-        if seq.cache is not None:
-            pass  # a branch copied during planning
-        elif seq.spc_ids and (w.spc.has(seq.spc_ids) or len(seq.spc_ids) <= w.cfg.prefill_chunk):
-            seq.cache = w.spc.get(seq.spc_ids, self.build_kv, w.device)  # a build is one forward at most
-            seq.kv_ids = list(seq.spc_ids)
-        elif seq.spc_ids:  # building it here would stall every running reply: prefill it in chunks
-            seq.cache, seq.kv_ids, seq.cached = kv.new_cache(w.model.config), [], 0
-            seq.kind, seq.spc_after = MatchKind.MISS.value, True
-        elif seq.cached and slot.kv is not None:
-            seq.cache = slot.kv
-            kv.crop_to(seq.cache, seq.cached)
-            seq.kv_ids = slot.ids[: seq.cached]
+        i = slot.index
+        if copied:
+            pass  # the branch's prefix was copied in during planning
+        elif p.spc_ids and self.spc.has(p.spc_ids):
+            ops.append(Restore(self.spc.get(p.spc_ids), i))
+        elif p.spc_ids and len(p.spc_ids) <= self.cfg.prefill_chunk:  # a build is one forward at most
+            ops.extend([Clear(i), Fill(i, tuple(p.spc_ids), self.cfg.prefill_chunk), Save(i, tuple(p.spc_ids))])
+        elif p.spc_ids:  # building it here would stall every running reply: prefill it in chunks
+            ops.append(Clear(i))
+            p = dataclasses.replace(p, cached=0, kind=MatchKind.MISS.value, spc_after=True)
+        elif p.cached and slot.ids:
+            ops.append(Crop(i, p.cached))
         else:
-            seq.cache, seq.kv_ids, seq.cached = kv.new_cache(w.model.config), [], 0
-        slot.kv, slot.ids = None, list(seq.kv_ids)
-        seq.phase, seq.t_prefill_start = Phase.PREFILL, w.clock()
-
-    def build_kv(self, ids: list[int]):
-        """K/V of `ids` from scratch (used for the system prompt cache)."""
-        cache = kv.new_cache(self.w.model.config)
-        step = self.w.cfg.prefill_chunk
-        for i in range(0, len(ids), step):
-            self.w.model(input_ids=kv.as_batch(ids[i : i + step], self.w.device), past_key_values=cache, use_cache=True, logits_to_keep=1)
-        return cache
+            ops.append(Clear(i))
+            p = dataclasses.replace(p, cached=0)
+        seq.placement, seq.num_kv, seq.t_admitted = p, p.cached, self.clock()
+        slot.ids = p.prompt[: p.cached]
 
     # ------------------------------------------------------------------ release
 
-    def release(self, seq: Seq, cache, text: str) -> None:
-        """The request ended normally (done, stopped, cancelled): record what the slot now holds."""
-        slot, w = seq.slot, self.w
-        if kv.agreed_len(cache) != len(seq.kv_ids):  # a step was cut short: never reuse such a KV
+    def release(self, seq: Seq, kv_len: int, text: str) -> None:
+        """The request ended normally (done, stopped, cancelled): record what the slot now holds.
+        `kv_len` is what the runner reports for the slot's KV (a forward cut short: unreliable)."""
+        slot, p, ops = seq.slot, seq.placement, self.ops
+        num_kv = seq.num_kv
+        if kv_len != num_kv:  # a step was cut short: never reuse such a KV
             log.error("Slot %d: KV (%d) and ids (%d) disagree after %s; dropping its cache",
-                      slot.index, kv.agreed_len(cache), len(seq.kv_ids), seq.request_id)
-            cache, seq.kv_ids = None, []
-        if seq.spc_after and cache is not None and seq.kv_ids[: len(seq.spc_ids)] == seq.spc_ids:
-            w.spc.put(seq.spc_ids, kv.clone_prefix(cache, len(seq.spc_ids)))
+                      slot.index, kv_len, num_kv, seq.request_id)
+            ops.append(Clear(slot.index))
+            num_kv = 0
+        kv_ids, prompt = seq.ids[:num_kv], p.prompt
+        if p.spc_after and num_kv >= len(p.spc_ids):
+            ops.append(Save(slot.index, tuple(p.spc_ids)))
         if isinstance(seq.command, Generate) and not seq.generated:
-            base = len(seq.target) - len(w.template.gen_prompt_ids)  # drop a half-fed reply prompt
-            if len(seq.kv_ids) > base:
-                kv.crop_to(cache, base)
-                seq.kv_ids = seq.kv_ids[:base]
-            seq.target = seq.target[:base]
-        slot.kv, slot.ids, slot.request_id, slot.reserved = cache, seq.kv_ids, None, 0
-        slot.last_used = w.clock()
+            base = len(prompt) - len(self.template.gen_prompt_ids)  # drop a half-fed reply prompt
+            if num_kv > base:
+                ops.append(Crop(slot.index, base))
+                kv_ids = kv_ids[:base]
+            prompt = prompt[:base]
+        slot.ids, slot.request_id, slot.reserved = kv_ids, None, 0
+        slot.last_used = self.clock()
         if seq.session is not None:
             session = seq.session
             session.busy = None
-            close = w.template.close_after_reply(seq.generated) if seq.generated else []
-            session.pending = (seq.target + seq.generated + close)[len(seq.kv_ids) :]
+            close = self.template.close_after_reply(seq.generated) if seq.generated else []
+            session.pending = (prompt + seq.generated + close)[len(kv_ids) :]
             if seq.generated:
                 session.history.append(Message("assistant", text))
-        elif w.cfg.cache_mode.imc:
-            msgs, canon, bounds = seq.msgs, seq.canon, seq.bounds
-            if seq.generated and bounds is not None:
-                reply = Message("assistant", text)
-                try:
-                    # unchecked: the request that builds on this reply checks its whole conversation
-                    canon = canon + w.template.encode_delta(msgs, [reply], verify=False).ids
-                    msgs, bounds = msgs + (reply,), bounds + [len(canon)]
-                except ValueError:
-                    bounds = None
-            slot.set_conversation(msgs, canon, bounds)
-            if not slot.ids:  # nothing kept (stopped before any prefill, or a dropped KV)
-                slot.clear()
+        elif self.cfg.cache_mode.imc:
+            self._remember(seq, slot, text)
         else:
-            slot.clear()
+            self.clear(slot)
+
+    def _remember(self, seq: Seq, slot: Slot, text: str) -> None:
+        """Record which messages a stateless request's slot now holds (its reply included)."""
+        msgs, canon, bounds = seq.msgs, seq.placement.canon, seq.placement.bounds
+        if seq.generated and bounds is not None:
+            reply = Message("assistant", text)
+            try:
+                # unchecked: the request that builds on this reply checks its whole conversation
+                canon = canon + self.template.encode_delta(msgs, [reply], verify=False).ids
+                msgs, bounds = msgs + (reply,), bounds + [len(canon)]
+            except ValueError:
+                bounds = None
+        slot.set_conversation(msgs, canon, bounds)
+        if not slot.ids:  # nothing kept (stopped before any prefill, or a dropped KV)
+            self.clear(slot)
 
     def abandon(self, seq: Seq) -> None:
-        """The request failed: its slot's KV may be half-written, so drop it."""
+        """The placed request failed: its slot's KV may be half-written, so drop it."""
         slot = seq.slot
         if slot is None or slot.request_id != seq.request_id:
-            if slot is not None:
-                slot.reserved = 0 if slot.request_id is None else slot.reserved
             if seq.session is not None:
                 seq.session.busy = None
             return
         slot.request_id = None
-        slot.clear()
+        self.clear(slot)
         if seq.session is not None:
             seq.session.busy = None
-            seq.session.pending = self.w.template.encode(seq.session.history).ids  # rebuild next time
+            seq.session.pending = self.template.encode(seq.session.history).ids  # rebuild next time
+
+    def clear(self, slot: Slot) -> None:
+        """Empty the slot's bookkeeping and its KV."""
+        slot.clear()
+        self.ops.append(Clear(slot.index))

@@ -25,6 +25,9 @@ class CacheMode(str, Enum):
         return self in (CacheMode.SPC, CacheMode.IMC_SPC)
 
 
+RUNNERS = ("auto", "hf", "static")
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     num_slots: int = 4
@@ -34,6 +37,7 @@ class WorkerConfig:
     kv_budget_bytes: int = 4 << 30
     prefill_chunk: int = 512  # tokens per forward when prefilling
     prefill_budget: int = 512  # prefill tokens per scheduler tick, so running decodes are not starved
+    runner: str = "auto"  # the model runner: "auto" | "hf" (transformers) | "static" (see workers/runner)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cache_mode", CacheMode(self.cache_mode))
@@ -49,3 +53,5 @@ class WorkerConfig:
             raise InvalidRequest("The KV memory budget must be at least 1 MiB.")
         if self.prefill_chunk < 1 or self.prefill_budget < 1:
             raise InvalidRequest("Prefill chunk and budget must be at least 1 token.")
+        if self.runner not in RUNNERS:
+            raise InvalidRequest(f"Unknown model runner {self.runner!r}; one of {', '.join(RUNNERS)}.")

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from desktop.protocol import Heartbeat
 
@@ -39,7 +39,7 @@ class Liveness:
 
 class Pulse:
     """Worker side, used on the loop's thread only: `tick()` after each scheduler step, `idle()`
-    while waiting for commands; forward hooks on the model's layers count work inside a forward.
+    while waiting for commands; `layer()` counts work inside a forward (the runner's watch_layers).
     A Heartbeat goes to `send` at most every `beat_s`."""
 
     def __init__(self, send: Callable[[Heartbeat], None], beat_s: float, clock: Callable[[], float] = time.monotonic):
@@ -48,23 +48,6 @@ class Pulse:
         self.running = 0
         self.resets = 0
         self._last = float("-inf")
-        self._hooks: list[Any] = []
-
-    def attach(self, model: Any) -> None:
-        """Count every decoder layer run (found as the ModuleList of `num_hidden_layers` modules)."""
-        import torch
-
-        layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
-        for module in model.modules():
-            if isinstance(module, torch.nn.ModuleList) and len(module) == layers:
-                self._hooks = [layer.register_forward_hook(self._layer) for layer in module]
-                return
-        log.info("No decoder layers found: heartbeats count scheduler ticks only")
-
-    def detach(self) -> None:
-        for hook in self._hooks:
-            hook.remove()
-        self._hooks = []
 
     def tick(self, running: int, resets: int) -> None:
         self.work += 1
@@ -75,7 +58,8 @@ class Pulse:
         self.running, self.resets = 0, resets
         self._maybe()
 
-    def _layer(self, *_: Any) -> None:
+    def layer(self) -> None:
+        """One decoder layer ran (the runner calls this from inside a forward: Runner.watch_layers)."""
         self.work += 1
         self._maybe()
 

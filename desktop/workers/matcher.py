@@ -26,7 +26,7 @@ class Plan:
     bounds: list[int] | None
     spc_ids: list[int] | None = None
     miss_reason: str = ""
-    source: Slot | None = None  # branch: copy source.kv[:reuse] into `slot` instead of cropping in place
+    source: Slot | None = None  # branch: copy the first `reuse` positions of source's KV into `slot` instead of cropping in place
 
 
 class Matcher:

@@ -1,4 +1,6 @@
-"""State of one request inside a worker (a sequence) and of one stateful session."""
+"""One request inside a worker (a sequence) and one stateful session. A sequence stores what
+happened to it (its placement, ids in the KV, generated ids, times) and derives the rest.
+Written by the scheduler (placement, KV counts, queues) and the loop (tokens, times) only."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ from desktop.workers.slots import Slot
 
 
 class Phase(str, Enum):
-    WAITING = "waiting"
-    PREFILL = "prefill"
-    DECODE = "decode"
+    WAITING = "waiting"  # queued, no slot yet
+    PREFILL = "prefill"  # placed in a slot, its prompt going into the KV
+    DECODE = "decode"  # generating, one token a step
 
 
 @dataclass(eq=False)
@@ -28,39 +30,106 @@ class Session:
     busy: str | None = None  # request id running in this session
 
 
-@dataclass(eq=False)
-class Seq:
-    """One request from admission to done: the ids to get into the KV, then the generation."""
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The scheduler's admission decision: where the request runs and what it reuses.
 
-    request_id: str
-    command: Any
-    params: SamplingParams
-    t_arrival: float
-    phase: Phase = Phase.WAITING
-    slot: Slot | None = None
-    session: Session | None = None
-    target: list[int] = field(default_factory=list)  # ids that must be in the KV before sampling
-    kv_ids: list[int] = field(default_factory=list)  # ids in the KV so far
-    cache: Any = None  # own batch-1 cache while prefilling
-    generate: bool = True
-    max_new: int = 0
-    # stateless bookkeeping for the slot after the reply
-    msgs: tuple[Message, ...] = ()
+    The slot's KV holds prompt[:cached] when prefill starts (reported as cached; a system prompt
+    to be saved from this request's own prefill reports 0). `canon`/`bounds` are the canonical
+    ids of the messages and the id count after each (the slot's bookkeeping after the reply)."""
+
+    slot: Slot
+    prompt: list[int]  # ids that must be in the KV before sampling
+    cached: int
+    kind: str
+    generate: bool
+    miss_reason: str = ""
     canon: list[int] = field(default_factory=list)
     bounds: list[int] | None = None
     spc_ids: list[int] | None = None
-    spc_after: bool = False  # a long system prompt: kept in the SPC from this request's own prefill
-    # generation
-    sampler: Any = None
-    decoder: Any = None
+    spc_after: bool = False  # a long system prompt: saved from this request's own prefill
+
+
+@dataclass(eq=False)
+class Seq:
+    """One request from arrival to its terminal event."""
+
+    request_id: str
+    command: Any
+    t_arrival: float
+    window: int  # the model's context window (tokens)
+    params: SamplingParams | None = None
+    msgs: tuple[Message, ...] = ()
+    session: Session | None = None
+    placement: Placement | None = None  # set once, at admission
+    num_kv: int = 0  # ids of prompt + generated in the slot's KV
     generated: list[int] = field(default_factory=list)
     stop_requested: bool = False
-    # stats
-    kind: str = "miss"
-    miss_reason: str = ""
-    cached: int = 0
-    t_prefill_start: float = 0.0
+    sampler: Any = None  # the runner's, made when the first token is sampled
+    decoder: Any = None  # StreamDecoder of the reply
+    t_admitted: float = 0.0
+    t_prefilled: float = 0.0
     t_progress: float = 0.0  # when the last PrefillProgress was sent
-    prefill_ms: float = 0.0
     t_first: float = 0.0
     t_last: float = 0.0
+
+    # ------------------------------------------------------------------ derived
+
+    @property
+    def phase(self) -> Phase:
+        if self.placement is None:
+            return Phase.WAITING
+        return Phase.DECODE if self.generated else Phase.PREFILL
+
+    @property
+    def slot(self) -> Slot | None:
+        return None if self.placement is None else self.placement.slot
+
+    @property
+    def prompt(self) -> list[int]:
+        return [] if self.placement is None else self.placement.prompt
+
+    @property
+    def generate(self) -> bool:
+        return self.placement is not None and self.placement.generate
+
+    @property
+    def cached(self) -> int:
+        return 0 if self.placement is None else self.placement.cached
+
+    @property
+    def num_prompt(self) -> int:
+        return len(self.prompt)
+
+    @property
+    def to_prefill(self) -> int:
+        """Prompt ids not in the KV yet."""
+        return max(self.num_prompt - self.num_kv, 0)
+
+    @property
+    def max_new(self) -> int:
+        """Tokens it may generate: its max_tokens, cut where the context window ends."""
+        if not self.generate or self.params is None:
+            return 0
+        return min(self.params.max_tokens, self.window - self.num_prompt)
+
+    @property
+    def ids(self) -> list[int]:
+        """Prompt then generated ids: what the KV holds a prefix of."""
+        return self.prompt + self.generated
+
+    @property
+    def kv_ids(self) -> list[int]:
+        return self.ids[: self.num_kv]
+
+    @property
+    def prefill_ms(self) -> float:
+        return 1000.0 * (self.t_prefilled - self.t_admitted) if self.t_prefilled else 0.0
+
+    @property
+    def ttft_ms(self) -> float:
+        return 1000.0 * (self.t_first - self.t_arrival) if self.t_first else 0.0
+
+    @property
+    def decode_ms(self) -> float:
+        return 1000.0 * (self.t_last - self.t_first) if len(self.generated) > 1 else 0.0

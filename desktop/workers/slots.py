@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from desktop.protocol import SlotInfo
 from desktop.errors import BusyError, ContextOverflow
@@ -17,12 +17,11 @@ from desktop.model.messages import Message, prefix_hashes
 class Slot:
     """One conversation branch: the ids whose K/V it holds and the messages they came from.
 
-    `ids` are exactly the tokens in `kv` while the slot is idle. `canon`/`bounds` are the canonical
+    `ids` are exactly the tokens in the runner's KV of slot `index` while the slot is idle. `canon`/`bounds` are the canonical
     ids of `msgs` and the id count after each message; `hashes[k]` is the chain hash of msgs[:k+1]."""
 
     index: int
     ids: list[int] = field(default_factory=list)
-    kv: Any = None
     msgs: tuple[Message, ...] = ()
     hashes: list[bytes] = field(default_factory=list)
     canon: list[int] = field(default_factory=list)
@@ -49,7 +48,7 @@ class Slot:
         return max(len(self.ids), self.reserved)
 
     def clear(self) -> None:
-        self.ids, self.kv, self.msgs, self.hashes, self.canon, self.bounds = [], None, (), [], [], []
+        self.ids, self.msgs, self.hashes, self.canon, self.bounds = [], (), [], [], []
         self.reserved = 0
 
     def set_conversation(self, msgs: Sequence[Message], canon: list[int], bounds: list[int] | None) -> None:
@@ -82,7 +81,10 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class SlotTable:
     """N slots plus the rules to find, free and budget them."""
 
-    def __init__(self, num_slots: int, bytes_per_token: int, budget_bytes: int, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, num_slots: int, bytes_per_token: int, budget_bytes: int, clock: Callable[[], float] = time.monotonic,
+                 on_evict: Callable[[Slot], None] = lambda slot: None):
+        """`on_evict(slot)` is told of every eviction (the scheduler drops that slot's KV)."""
+        self.on_evict = on_evict
         self.slots = [Slot(i) for i in range(num_slots)]
         self.bytes_per_token = max(bytes_per_token, 1)
         self.budget_bytes = budget_bytes
@@ -133,6 +135,7 @@ class SlotTable:
         while len(self.evicted) > 4096:
             self.evicted.popitem(last=False)
         slot.clear()
+        self.on_evict(slot)
 
     def used_bytes(self) -> int:
         return sum(s.tokens for s in self.slots) * self.bytes_per_token
@@ -156,17 +159,18 @@ class SlotTable:
     def infos(self) -> tuple[SlotInfo, ...]:
         return tuple(s.info(self.bytes_per_token) for s in self.slots)
 
-    def check_integrity(self, kv_len: Callable[[Any], int], active: set[str]) -> None:
+    def check_integrity(self, kv_len: Callable[[int], int], active: set[str]) -> None:
         """Raise AssertionError if any slot's bookkeeping is inconsistent (tests call this often).
 
-        `kv_len` gives the KV's length, or -1 when its layers disagree: an idle slot's ids and its KV
-        must always agree, in every layer."""
+        `kv_len(index)` gives the length of that slot's KV, or -1 when its layers disagree: an idle
+        slot's ids and its KV must always agree, in every layer."""
         for s in self.slots:
             if s.request_id is not None:
                 assert s.request_id in active, f"slot {s.index} pending for finished request {s.request_id}"
                 continue
             assert s.reserved == 0, f"slot {s.index} keeps a reservation with no request"
-            assert kv_len(s.kv) == len(s.ids), f"slot {s.index}: kv {kv_len(s.kv)} (-1: layers disagree) != ids {len(s.ids)}"
+            n = kv_len(s.index)
+            assert n == len(s.ids), f"slot {s.index}: kv {n} (-1: layers disagree) != ids {len(s.ids)}"
             assert s.hashes == prefix_hashes(s.msgs), f"slot {s.index}: hashes do not match its messages"
             assert len(s.bounds) == len(s.msgs), f"slot {s.index}: bounds do not match its messages"
             assert not s.bounds or s.bounds[-1] == len(s.canon), f"slot {s.index}: canon length"

@@ -1,43 +1,40 @@
-"""System Prompt Cache: the K/V of a system prompt computed once, kept in RAM outside the slots,
-and copied into a fresh slot. A few recent prompts are kept; a changed prompt is built anew
-(a short one at once, a long one from the first request's own chunked prefill)."""
+"""System Prompt Cache policy: the K/V of a few recent system prompts, kept outside the slots and
+copied into a fresh slot. Torch-free: it holds the runner's opaque exports (`Runner.export_prefix`)
+and their sizes; a changed prompt is built anew (a short one at once, a long one from the first
+request's own chunked prefill)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable
-
-from transformers import DynamicCache
-
-from desktop.model import kv
+from typing import Any, Sequence
 
 
 class SystemPromptCache:
-    """Maps the token ids of a rendered system message to its K/V (on the CPU)."""
+    """Maps the token ids of a rendered system message to the saved K/V of exactly those ids."""
 
     def __init__(self, max_entries: int = 4) -> None:
         self.max_entries = max_entries
-        self.entries: OrderedDict[tuple[int, ...], DynamicCache] = OrderedDict()
+        self.entries: OrderedDict[tuple[int, ...], tuple[Any, int]] = OrderedDict()
         self.builds = 0
 
-    def has(self, ids: list[int]) -> bool:
+    def has(self, ids: Sequence[int]) -> bool:
         return tuple(ids) in self.entries
 
-    def put(self, ids: list[int], cache: DynamicCache) -> None:
-        """Keep `cache` (the K/V of exactly `ids`, not used by anyone else) as the entry for `ids`."""
-        self.entries[tuple(ids)] = kv.to_device(cache, "cpu")
-        self.entries.move_to_end(tuple(ids))
+    def put(self, ids: Sequence[int], saved: Any, nbytes: int = 0) -> None:
+        """Keep `saved` (an export of exactly `ids`, used by no one else) as the entry for `ids`;
+        the least recently used entry goes beyond `max_entries`."""
+        key = tuple(ids)
+        self.entries[key] = (saved, nbytes)
+        self.entries.move_to_end(key)
         self.builds += 1
         while len(self.entries) > self.max_entries:
             self.entries.popitem(last=False)
 
-    def get(self, ids: list[int], build: Callable[[list[int]], DynamicCache], device) -> DynamicCache:
-        """A fresh copy of the K/V of `ids` on `device`, building it once with `build` if needed."""
+    def get(self, ids: Sequence[int]) -> Any:
+        """The saved K/V of `ids` (KeyError if absent); it becomes the most recently used."""
         key = tuple(ids)
-        if key not in self.entries:
-            self.put(ids, build(ids))
         self.entries.move_to_end(key)
-        return kv.to_device(self.entries[key], device, copy=True)
+        return self.entries[key][0]
 
     def nbytes(self) -> int:
-        return sum(kv.nbytes(c) for c in self.entries.values())
+        return sum(n for _, n in self.entries.values())

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from desktop.engine.eta import Waits
 from desktop.protocol import MatchKind, TokenStats
 from desktop.workers.sequence import Seq
+from desktop.workers.waits import Waits
 
 
-def finish_stats(seq: Seq, reason: str, now: float) -> TokenStats:
-    generated = len(seq.generated)
+def finish_stats(seq: Seq, reason: str) -> TokenStats:
     return TokenStats(
-        input_tokens=len(seq.target),
+        input_tokens=seq.num_prompt,
         cached_tokens=seq.cached,
-        generated_tokens=generated,
-        kind=seq.kind,
-        miss_reason=seq.miss_reason,
+        generated_tokens=len(seq.generated),
+        kind=seq.placement.kind if seq.placement else "miss",
+        miss_reason=seq.placement.miss_reason if seq.placement else "",
         prefill_ms=seq.prefill_ms,
-        ttft_ms=1000.0 * (seq.t_first - seq.t_arrival) if seq.t_first else 0.0,
-        decode_ms=1000.0 * (seq.t_last - seq.t_first) if generated > 1 else 0.0,
+        ttft_ms=seq.ttft_ms,
+        decode_ms=seq.decode_ms,
         finish_reason=reason,
         slot=seq.slot.index if seq.slot is not None else -1,
     )

@@ -87,7 +87,7 @@ def test_a_sampler_that_raises_mid_batch_ends_only_its_request(tiny_lm, monkeypa
                            Chat("good", (Message("user", "two"),), SamplingParams(seed=1, **sampled))])
     assert isinstance(ends(out["bad"]), ErrorEvent) and "sampler exploded" in ends(out["bad"]).message
     assert isinstance(ends(out["good"]), Done) and ends(out["good"]).stats.generated_tokens == 8
-    assert client.worker.counters.errors == 1 and not client.worker.decoding
+    assert client.worker.counters.errors == 1 and not client.worker.scheduler.running
 
 
 async def collect(stream) -> list:
@@ -134,7 +134,7 @@ def test_a_bug_in_the_loop_fails_its_requests_and_the_thread_worker_comes_back(m
     broken = {"left": 1}
 
     def buggy(self):
-        if self.decoding and broken["left"]:
+        if self.scheduler.running and broken["left"]:
             broken["left"] -= 1
             raise KeyError("scheduler bug")
         return real(self)

@@ -15,6 +15,7 @@ from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
 from desktop.model import kv
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
+from desktop.workers.runner.hf import HFRunner
 from desktop.workers.slots import SlotTable
 
 pytestmark = pytest.mark.hardening
@@ -115,15 +116,15 @@ def test_terminal_chat_recovers_after_ctrl_c(tiny_lm, ctrl_c, monkeypatch, capsy
 
 def test_integrity_check_sees_layers_one_apart(tiny_lm):
     """A forward cut between two layers leaves layer 0 one longer: the slot check must say so."""
-    cache = kv.new_cache(tiny_lm.model.config)
-    tiny_lm.model(input_ids=kv.as_batch([5, 6, 7], "cpu"), past_key_values=cache)
-    layer = cache.layers[0]
+    runner = HFRunner(tiny_lm.model, 1, tiny_lm.kv_bytes_per_token)
+    runner.prefill(0, [5, 6, 7])
+    layer = runner.caches[0].layers[0]
     layer.keys, layer.values = layer.keys[:, :, :2], layer.values[:, :, :2]
-    assert kv.cache_len(cache) == 2 and kv.agreed_len(cache) == -1
+    assert kv.cache_len(runner.caches[0]) == 2 and runner.kv_len(0) == -1
     table = SlotTable(1, 1, 10**9)
-    table.slots[0].kv, table.slots[0].ids = cache, [5, 6]
+    table.slots[0].ids = [5, 6]
     with pytest.raises(AssertionError, match="layers disagree"):
-        table.check_integrity(kv.agreed_len, set())
+        table.check_integrity(runner.kv_len, set())
 
 
 def test_a_cut_short_step_costs_a_recompute_not_a_failure(tiny_lm, oracle, ctrl_c):
@@ -141,7 +142,7 @@ def test_a_cut_short_step_costs_a_recompute_not_a_failure(tiny_lm, oracle, ctrl_
     w.submit(Stop("c1"))
     w.run_until_idle()
     first = client.events.pop("c1")[-1]
-    assert isinstance(first, Done) and w.table.slots[0].ids == [] and w.table.slots[0].kv is None
+    assert isinstance(first, Done) and w.table.slots[0].ids == [] and w.runner.kv_len(0) == 0
     conv += [Message("assistant", first.text), Message("user", "And then?")]
     done = client.run(Chat("c2", tuple(conv), SamplingParams(max_tokens=LIMIT)))[-1]
     assert isinstance(done, Done) and list(done.token_ids) == oracle.chat(conv, LIMIT)

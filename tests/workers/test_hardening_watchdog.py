@@ -10,6 +10,7 @@ import torch
 from desktop.protocol import Heartbeat
 from desktop.model import kv
 from desktop.workers.heartbeat import Liveness, Pulse, Watchdog
+from desktop.workers.runner.hf import HFRunner
 
 pytestmark = pytest.mark.hardening
 
@@ -85,13 +86,14 @@ def test_the_pulse_beats_from_inside_a_forward(tiny_lm):
         clock.now += 1.0  # every layer takes "a second"
 
     layers = tiny_lm.model.config.num_hidden_layers
-    pulse.attach(tiny_lm.model)
+    runner = HFRunner(tiny_lm.model, 1, tiny_lm.kv_bytes_per_token)
+    runner.watch_layers(pulse.layer)
     extra = [layer.register_forward_pre_hook(tick_clock) for layer in tiny_lm.model.model.layers]
     try:
         with torch.no_grad():
             tiny_lm.model(input_ids=kv.as_batch(list(range(5, 69)), "cpu"), past_key_values=kv.new_cache(tiny_lm.model.config))
     finally:
-        pulse.detach()
+        runner.watch_layers(None)
         for hook in extra:
             hook.remove()
     assert len(beats) == layers and [b.work for b in beats] == list(range(1, layers + 1))

@@ -1,0 +1,80 @@
+"""KV operations the scheduler asks of the runner, in slot indices, ids and lengths (no torch).
+The scheduler queues them in the order it decides; the worker loop applies them in that order
+(`apply`) before anything else touches those slots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Union
+
+
+@dataclass(frozen=True, slots=True)
+class Crop:
+    """Keep the first n positions of the slot's KV."""
+
+    slot: int
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class CopyPrefix:
+    """dst's KV := the first n positions of src's (a branch of a conversation)."""
+
+    src: int
+    dst: int
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class Clear:
+    """Drop the slot's KV (evicted, failed, ended)."""
+
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class Restore:
+    """slot's KV := a copy of a saved system prompt (an export kept by the SPC)."""
+
+    saved: Any
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """Prefill `ids` into the (empty) slot, in forwards of at most `chunk` ids, sampling nothing."""
+
+    slot: int
+    ids: tuple[int, ...]
+    chunk: int
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    """Export the first len(ids) positions of the slot's KV (they hold `ids`) into the SPC."""
+
+    slot: int
+    ids: tuple[int, ...]
+
+
+KvOp = Union[Crop, CopyPrefix, Clear, Restore, Fill, Save]
+
+
+def apply(op: KvOp, runner: Any, save: Callable[[tuple[int, ...], Any, int], None]) -> None:
+    """Run one op on `runner` (a workers.runner.Runner); `save(ids, saved, nbytes)` keeps an export."""
+    if isinstance(op, Crop):
+        runner.crop(op.slot, op.n)
+    elif isinstance(op, CopyPrefix):
+        runner.copy_prefix(op.src, op.dst, op.n)
+    elif isinstance(op, Clear):
+        runner.clear(op.slot)
+    elif isinstance(op, Restore):
+        runner.import_prefix(op.saved, op.slot)
+    elif isinstance(op, Fill):
+        for i in range(0, len(op.ids), op.chunk):
+            runner.prefill(op.slot, op.ids[i : i + op.chunk])
+    elif isinstance(op, Save):
+        saved = runner.export_prefix(op.slot, len(op.ids))
+        save(op.ids, saved, runner.saved_nbytes(saved))
+    else:
+        raise TypeError(f"Unknown KV operation {op!r}")

@@ -1,0 +1,136 @@
+"""HFRunner: the Runner for any transformers causal LM. Each slot's KV is a batch-1 DynamicCache;
+the running slots are stacked, left-padded, into one DecodeBatch (model/kv.py) that stays built
+between decode steps and changes only when a row joins or leaves."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Sequence
+
+import torch
+
+from desktop.model import kv
+from desktop.model.sampling import Sampler, sample_batch
+from desktop.workers.runner.base import DecodeRow, Runner
+
+log = logging.getLogger(__name__)
+
+
+class HFRunner(Runner):
+    def __init__(self, model: Any, num_slots: int, kv_bytes_per_token: int) -> None:
+        self.model, self.device = model, model.device
+        self.num_slots, self.kv_bytes_per_token = num_slots, kv_bytes_per_token
+        self.caches: list[Any] = [None] * num_slots  # a slot's own cache while it is not a batch row
+        self.batch = kv.DecodeBatch()  # rows keyed by slot index
+        self._hooks: list[Any] = []
+
+    # ------------------------------------------------------------------ forwards
+
+    @torch.no_grad()
+    def prefill(self, slot: int, ids: Sequence[int], sample: tuple[Any, Sequence[int]] | None = None) -> int | None:
+        cache = self._own(slot)
+        if cache is None:
+            cache = self.caches[slot] = kv.new_cache(self.model.config)
+        out = self.model(input_ids=kv.as_batch(list(ids), self.device), past_key_values=cache,
+                         use_cache=True, logits_to_keep=1)
+        if sample is None:
+            return None
+        sampler, history = sample
+        return sampler(out.logits[0, -1].float(), history)
+
+    @torch.no_grad()
+    def decode(self, rows: Sequence[DecodeRow]) -> list[int | Exception]:
+        self._regroup([r.slot for r in rows])
+        by_slot = {r.slot: r for r in rows}
+        ordered = [by_slot[s] for s in self.batch.keys]  # the batch's row order
+        try:
+            out = self.model(**self.batch.step_inputs([r.token for r in ordered], self.device), use_cache=True)
+        except BaseException:  # the batched cache is now unreliable: every row's KV is gone
+            self.batch = kv.DecodeBatch()
+            raise
+        tokens = self._sample(ordered, out.logits[:, -1].float())
+        result = dict(zip(self.batch.keys, tokens))
+        return [result[r.slot] for r in rows]
+
+    def _sample(self, rows: list[DecodeRow], logits: torch.Tensor) -> list[int | Exception]:
+        """One token per row; if the batch sampler raises, each row alone, so that only a failing
+        row ends (its exception in its place)."""
+        samplers, histories = [r.sampler for r in rows], [r.history for r in rows]
+        try:
+            return sample_batch(samplers, logits, histories)
+        except Exception:
+            out: list[int | Exception] = []
+            for i, r in enumerate(rows):
+                try:
+                    out.append(r.sampler(logits[i], histories[i]))
+                except Exception as exc:
+                    out.append(exc)
+            return out
+
+    def sampler(self, params: Any) -> Sampler:
+        return Sampler(params, str(self.device))
+
+    def _regroup(self, slots: list[int]) -> None:
+        """Make the batch's rows exactly `slots`: rows that left go back to their own cache, new
+        ones join (a re-stack, once per join, not per step)."""
+        for key in [k for k in self.batch.keys if k not in slots]:
+            self.caches[key] = self.batch.remove(key)
+        for slot in slots:
+            if slot not in self.batch.keys:
+                self.batch.add(slot, self.caches[slot])
+                self.caches[slot] = None
+
+    def _own(self, slot: int) -> Any:
+        """The slot's own cache, taken out of the decode batch first if it is a row of it."""
+        if slot in self.batch.keys:
+            self.caches[slot] = self.batch.remove(slot)
+        return self.caches[slot]
+
+    # ------------------------------------------------------------------ KV bookkeeping
+
+    def kv_len(self, slot: int) -> int:
+        if slot in self.batch.keys:
+            if kv.agreed_len(self.batch.cache) != self.batch.width:
+                return -1
+            return self.batch.row_len(slot)
+        return kv.agreed_len(self.caches[slot])
+
+    def crop(self, slot: int, n: int) -> None:
+        cache = self._own(slot)
+        if cache is not None:
+            kv.crop_to(cache, n)
+
+    def copy_prefix(self, src: int, dst: int, n: int) -> None:
+        source = self._own(src)
+        self._own(dst)
+        self.caches[dst] = kv.clone_prefix(source, n)
+
+    def clear(self, slot: int) -> None:
+        self._own(slot)
+        self.caches[slot] = None
+
+    def export_prefix(self, slot: int, n: int) -> Any:
+        return kv.to_device(kv.clone_prefix(self._own(slot), n), "cpu")
+
+    def import_prefix(self, saved: Any, slot: int) -> None:
+        self._own(slot)
+        self.caches[slot] = kv.to_device(saved, self.device, copy=True)
+
+    def saved_nbytes(self, saved: Any) -> int:
+        return kv.nbytes(saved)
+
+    # ------------------------------------------------------------------ liveness
+
+    def watch_layers(self, on_layer: Callable[[], None] | None) -> None:
+        """Forward hooks on the decoder layers (the ModuleList of `num_hidden_layers` modules)."""
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
+        if on_layer is None:
+            return
+        layers = getattr(getattr(self.model, "config", None), "num_hidden_layers", None)
+        for module in self.model.modules():
+            if isinstance(module, torch.nn.ModuleList) and len(module) == layers:
+                self._hooks = [layer.register_forward_hook(lambda *_: on_layer()) for layer in module]
+                return
+        log.info("No decoder layers found: heartbeats count scheduler ticks only")
