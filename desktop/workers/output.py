@@ -13,18 +13,17 @@ from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Seq
 from desktop.workers.stats import WorkerCounters, finish_stats
 
-PROGRESS_S = 0.2  # PrefillProgress events of one request: at most 5 a second
-
 
 class Output:
     def __init__(self, scheduler: Scheduler, template: ChatTemplate, emit: Callable[[Event], None],
-                 clock: Callable[[], float], counters: WorkerCounters) -> None:
+                 clock: Callable[[], float], counters: WorkerCounters, progress_s: float) -> None:
         self.sched, self.template, self.emit, self.clock, self.counters = scheduler, template, emit, clock, counters
+        self.progress_s = progress_s  # PrefillProgress events of one request: at most one per progress_s
 
     def progress(self, seq: Seq) -> None:
-        """Tell how far a long prefill is: after its first chunk, then at most every PROGRESS_S."""
+        """Tell how far a long prefill is: after its first chunk, then at most every progress_s."""
         now = self.clock()
-        if seq.t_progress and now - seq.t_progress < PROGRESS_S:
+        if seq.t_progress and now - seq.t_progress < self.progress_s:
             return
         seq.t_progress = now
         self.emit(PrefillProgress(seq.request_id, seq.num_kv, seq.num_prompt, seq.cached,

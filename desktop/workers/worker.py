@@ -21,7 +21,7 @@ from desktop.workers.commands import CommandIntake
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Pulse
 from desktop.workers.kv_ops import Clear, apply
-from desktop.workers.output import PROGRESS_S, Output  # noqa: F401  (PROGRESS_S: re-exported)
+from desktop.workers.output import Output
 from desktop.workers.runner import DecodeRow, Runner, make_runner
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Seq
@@ -29,6 +29,7 @@ from desktop.workers.stats import WorkerCounters
 from desktop.workers.tokenizer_stage import TokenizerStage
 
 log = logging.getLogger(__name__)
+PROGRESS_S = 0.2  # PrefillProgress events of one request: at most 5 a second
 
 
 class Worker:
@@ -42,7 +43,7 @@ class Worker:
         self.runner = runner if runner is not None else make_runner(loaded, config)
         self.scheduler = Scheduler(config, self.template, loaded.context_length, loaded.kv_bytes_per_token, clock)
         self.counters = WorkerCounters()
-        self.out = Output(self.scheduler, self.template, emit, clock, self.counters)
+        self.out = Output(self.scheduler, self.template, emit, clock, self.counters, PROGRESS_S)
         self.intake = CommandIntake(self.scheduler, loaded.context_length, emit, clock, self._finish, self._fail)
         # commands reach the inbox through the tokenizer stage: ids are made before the loop sees them
         self.stage = TokenizerStage(self.template, self.intake.put, char_limit(loaded.context_length))
