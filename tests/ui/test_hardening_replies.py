@@ -96,6 +96,11 @@ def on_disk(page: ChatPage, conv_id: str):
     return ConversationStore(page.store.root).get(conv_id)
 
 
+def saved_done(page: ChatPage) -> bool:
+    """The shown conversation's last message is saved as finished (status "")."""
+    return on_disk(page, page.current_conversation_id).messages[-1].status == ""
+
+
 def test_replies_go_on_while_other_conversations_are_shown(gateway, tmp_path, qtbot, aloop, screenshot):
     page = make_page(gateway, tmp_path, qtbot)
     page.gateway = gate = Gate(gateway)
@@ -199,6 +204,7 @@ def test_a_reply_cut_by_a_crash_comes_back_interrupted_with_retry_and_continue(g
     screenshot(page, "chat-interrupted-reply")
     reply.continue_button.click()
     aloop.run(idle(page))
+    aloop.run(until(lambda: saved_done(page)))  # the last save runs on the writer thread, after the task
     sent = page.gateway.sent[-1]
     assert sent[-2] == {"role": "assistant", "content": partial} and sent[-1] == {"role": "user", "content": CONTINUE_PROMPT}
     saved = on_disk(page, page.current_conversation_id).messages
@@ -209,6 +215,7 @@ def test_a_reply_cut_by_a_crash_comes_back_interrupted_with_retry_and_continue(g
     page = restarted("retry")
     page.view.widgets()[-1].retry_button.click()
     aloop.run(idle(page))
+    aloop.run(until(lambda: saved_done(page)))
     assert [m["role"] for m in page.gateway.sent[-1]] == ["system", "user"]  # the partial reply is not sent
     saved = on_disk(page, page.current_conversation_id).messages
     assert [m.role for m in saved] == ["user", "assistant"] and saved[1].status == "" and saved[1].content != partial
