@@ -25,7 +25,7 @@ class CacheMode(str, Enum):
         return self in (CacheMode.SPC, CacheMode.IMC_SPC)
 
 
-RUNNERS = ("auto", "hf", "static")
+RUNNERS = ("auto", "hf", "static", "static-bucketed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class WorkerConfig:
     kv_budget_bytes: int = 4 << 30
     prefill_chunk: int = 512  # tokens per forward when prefilling
     prefill_budget: int = 512  # prefill tokens per scheduler tick, so running decodes are not starved
-    runner: str = "auto"  # the model runner: "auto" | "hf" (transformers) | "static" (see workers/runner)
+    runner: str = "auto"  # the model runner: "auto" | "hf" | "static" | "static-bucketed" (see workers/runner)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cache_mode", CacheMode(self.cache_mode))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from worker_helpers import chat, make_client, run_all
+from worker_helpers import CtrlC, chat, make_client, run_all
 
 from desktop.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, Stop
 from desktop.model.messages import Message
@@ -27,6 +27,7 @@ OPS = st.one_of(
     st.tuples(st.just("system"), st.integers(0, 2), TEXT),
     st.tuples(st.just("long"), st.integers(0, 2)),
 )
+RUNNERS = pytest.mark.parametrize("runner", ["hf", "static", "static-bucketed"])
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
@@ -53,10 +54,11 @@ def request_for(op, conv: list[Message]) -> list[Message]:
     return list(conv)
 
 
+@RUNNERS
 @SETTINGS
 @given(mode=st.sampled_from(["imc+spc", "imc", "spc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=8))
-def test_cached_equals_uncached(tiny_lm, oracle, mode, num_slots, ops):
-    client = make_client(tiny_lm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=16, prefill_budget=24)
+def test_cached_equals_uncached(tiny_lm, oracle, mode, num_slots, ops, runner):
+    client = make_client(tiny_lm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=16, prefill_budget=24, runner=runner)
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], [], []]
     for n, op in enumerate(ops):
         conv = convs[op[1]]
@@ -66,11 +68,12 @@ def test_cached_equals_uncached(tiny_lm, oracle, mode, num_slots, ops):
         conv.append(Message("assistant", done.text))
 
 
+@RUNNERS
 @SETTINGS
 @given(lengths=st.lists(st.integers(1, 40), min_size=2, max_size=5), max_tokens=st.lists(st.integers(1, 12), min_size=5, max_size=5))
-def test_batched_equals_unbatched(tiny_lm, oracle, lengths, max_tokens):
+def test_batched_equals_unbatched(tiny_lm, oracle, lengths, max_tokens, runner):
     """Sequences of different lengths join and leave the decode batch at different times."""
-    client = make_client(tiny_lm, num_slots=5, prefill_chunk=8, prefill_budget=8)
+    client = make_client(tiny_lm, num_slots=5, prefill_chunk=8, prefill_budget=8, runner=runner)
     cmds, expected = [], {}
     for i, n in enumerate(lengths):
         msgs = [Message("user", ("abc déf " * n)[: n * 3])]
@@ -88,12 +91,13 @@ SESSION_OPS = st.lists(
 )
 
 
+@RUNNERS
 @SETTINGS
 @given(system=st.one_of(st.none(), TEXT), ops=SESSION_OPS, mode=st.sampled_from(["imc+spc", "off"]))
-def test_session_equals_uncached(tiny_lm, oracle, system, ops, mode):
+def test_session_equals_uncached(tiny_lm, oracle, system, ops, mode, runner):
     """A session's ids only grow; each reply equals an uncached run over exactly those ids."""
     t = tiny_lm.template
-    client = make_client(tiny_lm, num_slots=2, cache_mode=mode, prefill_chunk=16)
+    client = make_client(tiny_lm, num_slots=2, cache_mode=mode, prefill_chunk=16, runner=runner)
     assert isinstance(client.run(CreateSession("c", "s", system))[-1], Done)
     history = [Message("system", system)] if system else []
     ids = t.encode(history).ids if history else []
@@ -122,32 +126,13 @@ def test_session_equals_uncached(tiny_lm, oracle, system, ops, mode):
         history.append(Message("assistant", done.text))
 
 
-class _CtrlC:
-    """A real SIGINT sent from inside the model's first layer on its n-th call (a user's Ctrl-C
-    landing in the middle of a forward); disarmed while the oracle runs."""
-
-    def __init__(self, lm) -> None:
-        self.armed_at = self.calls = 0
-        self.handle = lm.model.model.layers[0].register_forward_hook(self._hook)
-
-    def _hook(self, *_) -> None:
-        if self.armed_at:
-            self.calls += 1
-            if self.calls == self.armed_at:
-                import os
-                import signal
-
-                self.armed_at = 0
-                os.kill(os.getpid(), signal.SIGINT)
-
-
 @pytest.fixture
 def ctrl_c(tiny_lm):
     """The hook, plus a record of the worker dropping a KV that disagreed with its ids (the
     admission's last line of defence): with Ctrl-C held back during steps it never fires."""
     import logging
 
-    hook = _CtrlC(tiny_lm)
+    hook = CtrlC(tiny_lm)
     hook.dropped = []
     handler = logging.Handler(logging.ERROR)
     handler.emit = lambda record: hook.dropped.append(record.getMessage())
@@ -155,7 +140,7 @@ def ctrl_c(tiny_lm):
     logger.addHandler(handler)
     yield hook
     logger.removeHandler(handler)
-    hook.handle.remove()
+    hook.close()
 
 
 STOP_TURNS = st.lists(
@@ -201,13 +186,14 @@ def _stopped_turn(client, ctrl_c, rid: str, msgs, how: str, at: int) -> tuple[Do
 STOP_MAX = 12
 
 
+@RUNNERS
 @SETTINGS
 @given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 2), turns=STOP_TURNS)
-def test_stop_then_continue_equals_uncached(tiny_lm, oracle, ctrl_c, mode, num_slots, turns):
+def test_stop_then_continue_equals_uncached(tiny_lm, oracle, ctrl_c, mode, num_slots, turns, runner):
     """Replies stopped at random points (Stop, or Ctrl-C in the middle of a forward), the partial
     reply sent back as history the way the terminal chat (Done.text, even empty) and the window
     (the text, or nothing when empty) send it: cached output equals uncached, integrity every step."""
-    client = make_client(tiny_lm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=16, prefill_budget=24)
+    client = make_client(tiny_lm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=16, prefill_budget=24, runner=runner)
     conv = [Message("system", "You are a helpful assistant.")]
     for n, (text, how, at, shape) in enumerate(turns):
         conv.append(Message("user", text))

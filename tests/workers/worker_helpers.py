@@ -3,10 +3,14 @@ no batching), a client that checks integrity after every step, and a chat shortc
 
 from __future__ import annotations
 
+import os
+import signal
+
 import torch
 
 from desktop.protocol import Chat, Done
 from desktop.model import kv
+from desktop.model.fast_llama import FastLlama
 from desktop.model.loader import LoadedModel
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
@@ -39,6 +43,41 @@ class Oracle:
 
     def chat(self, msgs: list[Message], max_tokens: int) -> list[int]:
         return self.ids(self.lm.template.prompt_ids(msgs), max_tokens)
+
+
+class CtrlC:
+    """Sends a real SIGINT to this process right after the model's first layer, on its n-th
+    forward once armed: the signal lands in the middle of a forward, as a user's Ctrl-C does.
+    Both runners: a hook on the transformers model's first layer, and FastLlama's per-layer
+    callback (a class attribute, restored by close)."""
+
+    def __init__(self, lm: LoadedModel) -> None:
+        self.armed_at = self.calls = 0
+        self.handle = lm.model.model.layers[0].register_forward_hook(lambda *_: self._forward())
+        layers, seen = lm.model.config.num_hidden_layers, [0]
+
+        class Tap:
+            def __call__(tap) -> None:
+                seen[0] += 1
+                if seen[0] % layers == 1 % layers:
+                    self._forward()
+
+        self._saved = FastLlama.__dict__.get("on_layer")
+        FastLlama.on_layer = Tap()
+
+    def arm(self, nth_forward: int) -> None:
+        self.calls, self.armed_at = 0, nth_forward
+
+    def _forward(self) -> None:
+        if self.armed_at:
+            self.calls += 1
+            if self.calls == self.armed_at:
+                self.armed_at = 0
+                os.kill(os.getpid(), signal.SIGINT)
+
+    def close(self) -> None:
+        self.handle.remove()
+        FastLlama.on_layer = self._saved
 
 
 def make_client(lm: LoadedModel, **config) -> LocalClient:

@@ -15,6 +15,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from desktop.model.sampling import sample_batch
+
 
 @dataclass(frozen=True, slots=True)
 class DecodeRow:
@@ -92,3 +94,19 @@ class Runner(ABC):
         """Call `on_layer` after each decoder layer a forward runs (heartbeats count them);
         None stops it. A runner that replays whole steps (graphs, compiled code) may call it
         once per step instead."""
+
+
+def sample_rows(rows: Sequence[DecodeRow], logits: Any) -> list[int | Exception]:
+    """One token per row from `logits` [len(rows), vocab]; if the batch sampler raises, each row
+    alone, so that only a failing row ends (its exception in its place)."""
+    samplers, histories = [r.sampler for r in rows], [r.history for r in rows]
+    try:
+        return sample_batch(samplers, logits, histories)
+    except Exception:
+        out: list[int | Exception] = []
+        for i, r in enumerate(rows):
+            try:
+                out.append(r.sampler(logits[i], histories[i]))
+            except Exception as exc:
+                out.append(exc)
+        return out

@@ -10,8 +10,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from desktop.model import kv
-from desktop.model.sampling import Sampler, sample_batch
-from desktop.workers.runner.base import DecodeRow, Runner
+from desktop.model.sampling import Sampler
+from desktop.workers.runner.base import DecodeRow, Runner, sample_rows
 
 log = logging.getLogger(__name__)
 
@@ -48,24 +48,9 @@ class HFRunner(Runner):
         except BaseException:  # the batched cache is now unreliable: every row's KV is gone
             self.batch = kv.DecodeBatch()
             raise
-        tokens = self._sample(ordered, out.logits[:, -1].float())
+        tokens = sample_rows(ordered, out.logits[:, -1].float())
         result = dict(zip(self.batch.keys, tokens))
         return [result[r.slot] for r in rows]
-
-    def _sample(self, rows: list[DecodeRow], logits: torch.Tensor) -> list[int | Exception]:
-        """One token per row; if the batch sampler raises, each row alone, so that only a failing
-        row ends (its exception in its place)."""
-        samplers, histories = [r.sampler for r in rows], [r.history for r in rows]
-        try:
-            return sample_batch(samplers, logits, histories)
-        except Exception:
-            out: list[int | Exception] = []
-            for i, r in enumerate(rows):
-                try:
-                    out.append(r.sampler(logits[i], histories[i]))
-                except Exception as exc:
-                    out.append(exc)
-            return out
 
     def sampler(self, params: Any) -> Sampler:
         return Sampler(params, str(self.device))

@@ -1,0 +1,200 @@
+"""FastLlama: a hand-written forward for Llama-family models over a KVPool (model/kv_pool.py).
+
+It reads the weights of a loaded transformers Llama model (nothing is re-trained or converted on
+disk) and runs one forward for B consecutive pool rows at once: `tok`/`pos` [B, T] are written
+into the rows' K/V at their positions and attention reads each row's first L positions with the
+mask kpos <= pos, so rows of different lengths need no padding and a crop is only a length.
+What makes it faster than the transformers forward on CPU (docs/research/cpu-decode-probe.md):
+no cache objects or mask builders per step, bf16 linears prepacked for oneDNN (q/k/v and
+gate/up fused), the query heads of a KV head folded into query rows of one matmul. In float32
+it computes what transformers computes (the runner's equivalence tests hold it to that)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from desktop.model.kv_pool import KVPool
+
+log = logging.getLogger(__name__)
+ROPE_TYPES = ("default", "linear", "llama3")  # position tables that do not depend on the sequence
+
+
+def supported(model: Any) -> str | None:
+    """None if FastLlama can run `model`, else why not (the runner then falls back to transformers)."""
+    cfg = getattr(model, "config", None)
+    if getattr(cfg, "model_type", None) != "llama":
+        return f"architecture {getattr(cfg, 'model_type', '?')!r} is not Llama"
+    if getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
+        return "biased projections"
+    if getattr(cfg, "hidden_act", "silu") != "silu":
+        return f"activation {cfg.hidden_act!r}"
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    kind = rope.get("rope_type", rope.get("type", "default")) if isinstance(rope, dict) else "default"
+    if kind not in ROPE_TYPES:
+        return f"rope type {kind!r}"
+    if not hasattr(getattr(model, "model", None), "rotary_emb"):
+        return "no rotary embedding module"
+    return None
+
+
+def can_pack(dtype: torch.dtype, device: torch.device) -> bool:
+    """oneDNN-prepacked bf16 linears: on CPUs where oneDNN runs bf16 (2× faster than F.linear)."""
+    if device.type != "cpu" or dtype != torch.bfloat16 or not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+INT4_GROUP = 32
+INT4_MAX_ROWS = 8  # the CPU int4 kernel reads weights once per row: past ~8 rows bf16 is faster
+
+
+def int4_grid(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """If every group of 32 weights along K already lies on a 16-level grid (weights that were
+    4-bit quantised, like the default model's Q4_1 blocks, held in bf16), the int4 packing of it
+    for torch's CPU kernel: (packed, scales_and_zeros). Else None: quantising would lose accuracy.
+    Dequantised as (q - 8) * d + zero with zero = min + 8 d; the group's min and max give d and min."""
+    n, k = w.shape
+    if k % INT4_GROUP:
+        return None
+    g = w.float().view(n, k // INT4_GROUP, INT4_GROUP)
+    lo, hi = g.amin(-1), g.amax(-1)
+    d = ((hi - lo) / 15).clamp(min=1e-10)
+    q = torch.round((g - lo[..., None]) / d[..., None]).clamp(0, 15)
+    if float(((q * d[..., None] + lo[..., None] - g).abs().amax(-1) / d).max()) > 0.1:  # bf16 rounding: ≤ 0.04
+        return None
+    scales = torch.stack([d, lo + 8 * d], -1).transpose(0, 1).contiguous().to(torch.bfloat16)
+    return torch._convert_weight_to_int4pack_for_cpu(q.to(torch.int32).view(n, k), 2), scales
+
+
+class Linear:
+    """y = x @ cat(W of `modules`).T, one fused matmul for q/k/v or gate/up. The fused weight is
+    one tensor and the modules' own weights become views of it (no second copy). On a CPU with
+    bf16 it also keeps a faster form: int4 when the weights are on a 4-bit grid (small batches),
+    else a oneDNN-prepacked copy."""
+
+    def __init__(self, modules: list[Any], fast: bool, batch_hint: int, int4: bool = True) -> None:
+        if len(modules) == 1:
+            self.weight = modules[0].weight.detach()
+        else:
+            self.weight = torch.cat([m.weight.detach() for m in modules])
+            start = 0
+            for m in modules:
+                rows = m.weight.shape[0]
+                m.weight.data = self.weight[start : start + rows]
+                start += rows
+        self.out = int(self.weight.shape[0])
+        self.int4 = int4_grid(self.weight) if fast and int4 and batch_hint <= INT4_MAX_ROWS else None
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, batch_hint) if fast and self.int4 is None else None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, x.shape[-1])
+        if self.int4 is not None and x2.shape[0] <= INT4_MAX_ROWS:
+            y = torch._weight_int4pack_mm_for_cpu(x2, self.int4[0], INT4_GROUP, self.int4[1])
+        elif self.packed is not None:
+            y = torch.ops.mkldnn._linear_pointwise(x2, self.packed, None, "none", [], "")
+        else:
+            y = F.linear(x2, self.weight)
+        return y.view(*lead, self.out)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    xf = x.float()
+    return weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class FastLlama:
+    on_layer: Callable[[], None] | None = None  # called after each decoder layer (heartbeats)
+
+    def __init__(self, model: Any, fast: bool | None = None, batch_hint: int = 1) -> None:
+        why = supported(model)
+        if why:
+            raise ValueError(f"FastLlama cannot run this model: {why}")
+        cfg = model.config
+        first = next(model.parameters())
+        self.dtype, self.device = first.dtype, first.device
+        self.fast = can_pack(self.dtype, self.device) if fast is None else fast
+        self.layers_n, self.heads, self.kv_heads = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.eps = float(cfg.rms_norm_eps)
+        self.max_len = int(getattr(cfg, "max_position_embeddings", 1 << 20))
+        self.vocab = int(cfg.vocab_size)
+        inner = model.model
+        self.rotary = inner.rotary_emb
+        self.embed = inner.embed_tokens.weight
+        self.norm = inner.norm.weight
+        self.head = Linear([model.lm_head], self.fast, batch_hint, int4=False)  # an int4 head costs accuracy
+        self.layers = []
+        for layer in inner.layers:
+            a, m = layer.self_attn, layer.mlp
+            self.layers.append((
+                layer.input_layernorm.weight,
+                Linear([a.q_proj, a.k_proj, a.v_proj], self.fast, batch_hint),
+                Linear([a.o_proj], self.fast, batch_hint),
+                layer.post_attention_layernorm.weight,
+                Linear([m.gate_proj, m.up_proj], self.fast, batch_hint),
+                Linear([m.down_proj], self.fast, batch_hint),
+            ))
+        self.cos = self.sin = torch.empty(0)
+        self.kpos = torch.empty(0, dtype=torch.long)
+
+    def new_pool(self, rows: int, cap: int) -> KVPool:
+        return KVPool(self.layers_n, rows, self.kv_heads, self.head_dim, self.dtype, self.device,
+                      cap=cap, max_len=self.max_len)
+
+    def tables(self, n: int) -> None:
+        """Rope tables and key positions for at least n positions (grown by doubling)."""
+        if self.cos.shape[0] >= n:
+            return
+        n = max(n, 2 * self.cos.shape[0], 256)
+        pos = torch.arange(n, device=self.device)
+        dummy = torch.zeros(1, dtype=torch.float32, device=self.device)
+        cos, sin = self.rotary(dummy, pos[None])
+        self.cos, self.sin = cos[0].to(self.dtype), sin[0].to(self.dtype)
+        self.kpos = pos
+
+    @torch.inference_mode()
+    def forward(self, pool: KVPool, row0: int, tok: torch.Tensor, pos: torch.Tensor, length: int) -> torch.Tensor:
+        """Rows row0..row0+B-1 of the pool take tokens `tok` at positions `pos` (int64 [B, T]);
+        attention reads positions [0, length) of each row (length > every pos). Returns the float32
+        logits of each row's last token, [B, vocab]."""
+        B, T = tok.shape
+        nh, nkv, hd = self.heads, self.kv_heads, self.head_dim
+        rep = nh // nkv
+        self.tables(max(length, pool.cap))
+        x = F.embedding(tok, self.embed)
+        cos, sin = self.cos[pos].unsqueeze(2), self.sin[pos].unsqueeze(2)  # [B, T, 1, hd]
+        # each row's query t sees keys at positions <= its own; the rep query heads of a KV head
+        # are extra query rows of that head (no K/V repeat): mask [B, 1, rep*T, length]
+        keep = (self.kpos[:length][None, None, :] <= pos[:, :, None])[:, None, None]
+        keep = keep.expand(B, 1, rep, T, length).reshape(B, 1, rep * T, length)
+        bias = torch.zeros(keep.shape, dtype=self.dtype, device=self.device).masked_fill_(~keep, float("-inf"))
+        rows = torch.arange(row0, row0 + B, device=tok.device)[:, None]
+        for i, (ln1, qkv, o_proj, ln2, gate_up, down) in enumerate(self.layers):
+            qk, v = qkv(rms_norm(x, ln1, self.eps)).split([(nh + nkv) * hd, nkv * hd], -1)
+            qk = qk.view(B, T, nh + nkv, hd)
+            qk = qk * cos + rotate_half(qk) * sin  # q and k rotated together
+            kc, vc = pool.k[i], pool.v[i]
+            kc[rows, :, pos] = qk[:, :, nh:]
+            vc[rows, :, pos] = v.view(B, T, nkv, hd)
+            q = qk[:, :, :nh].transpose(1, 2).reshape(B, nkv, rep * T, hd)
+            att = F.scaled_dot_product_attention(q, kc[row0 : row0 + B, :, :length], vc[row0 : row0 + B, :, :length],
+                                                 attn_mask=bias)
+            x = x + o_proj(att.view(B, nh, T, hd).transpose(1, 2).reshape(B, T, nh * hd))
+            g, u = gate_up(rms_norm(x, ln2, self.eps)).chunk(2, -1)
+            x = x + down(F.silu(g) * u)
+            if self.on_layer is not None:
+                self.on_layer()
+        return self.head(rms_norm(x[:, -1], self.norm, self.eps)).float()
