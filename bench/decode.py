@@ -42,16 +42,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from bench.multiturn import conversation, reply, text_of, ttft  # noqa: E402
+from bench.multiturn import conversation, reply, text_of  # noqa: E402
 from desktop.protocol import Chat, Done, ErrorEvent  # noqa: E402
 from desktop.errors import ModelLoadError  # noqa: E402
 from desktop.model.loader import LoadedModel, ModelSpec, context_length, kv_bytes_per_token, load_model  # noqa: E402
 from desktop.model.messages import Message  # noqa: E402
 from desktop.model.params import SamplingParams  # noqa: E402
-from desktop.workers.config import WorkerConfig  # noqa: E402
+from desktop.workers.config import RUNNERS, WorkerConfig  # noqa: E402
 from desktop.workers.local import LocalClient  # noqa: E402
 
-DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
+DTYPES = {"auto": "auto", "bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 SKIP_STEPS = 2  # pure decode steps of each run left out of the timing (first use of the shapes)
 TURN_TOKENS = 70  # the timed user turn over the long history
 RANDOM_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
@@ -120,9 +120,9 @@ def weight_bytes(model, batch: int) -> int:
 
 # ----------------------------------------------------------------------------- decode
 
-def decode_run(lm: LoadedModel, batch: int, tokens: int, skip: int, prompt_tokens: int = 64) -> dict:
+def decode_run(lm: LoadedModel, batch: int, tokens: int, skip: int, prompt_tokens: int = 64, runner: str = "auto") -> dict:
     """B chats at once on a fresh worker; the pure decode steps timed (see the module doc)."""
-    cfg = WorkerConfig(num_slots=batch, prefill_budget=1 << 20)  # all rows prefilled in the first tick
+    cfg = WorkerConfig(num_slots=batch, prefill_budget=1 << 20, runner=runner)  # all rows prefilled in the first tick
     client = LocalClient(lm, cfg)
     worker = client.worker
     params = SamplingParams(max_tokens=tokens, ignore_eos=True)  # temperature 0: greedy
@@ -152,7 +152,7 @@ def decode_run(lm: LoadedModel, batch: int, tokens: int, skip: int, prompt_token
     seconds = sum(s for _, s, _ in timed)
     produced = sum(r for r, _, _ in timed)
     return dict(
-        batch=batch, tokens=tokens, prompt_tokens=dones[0].stats.input_tokens,
+        runner=type(worker.runner).__name__, batch=batch, tokens=tokens, prompt_tokens=dones[0].stats.input_tokens,
         generated=sum(d.stats.generated_tokens for d in dones), steps=len(timed),
         tok_s=produced / seconds, ms_per_step=1000.0 * seconds / len(timed),
         ms_per_step_p50=1000.0 * statistics.median(s for _, s, _ in timed),  # robust to a noisy machine
@@ -163,29 +163,35 @@ def decode_run(lm: LoadedModel, batch: int, tokens: int, skip: int, prompt_token
 
 # ----------------------------------------------------------------------------- TTFT
 
-def ttft_pair(lm: LoadedModel, history: int, repeats: int) -> dict:
-    """A 70-token turn over `history` tokens: cached (kept KV) and uncached (cache off), medians."""
+def ttft_pair(lm: LoadedModel, history: int, repeats: int, runner: str = "auto", agree_tokens: int = 32) -> dict:
+    """A 70-token turn over `history` tokens: cached (kept KV) and uncached (cache off), medians;
+    both generate `agree_tokens` greedy tokens, and how many agree (from the first) is reported."""
     turns = max(2, round((history - 300) / 160) + 1)  # a turn ≈ 70 user + 80 assistant + template
     request = conversation(lm, turns, user=TURN_TOKENS)[-1]
     past, turn = request[:-1], request[-1]  # past ends with an assistant reply
     cached_runs, new = [], []
     for r in range(repeats):
-        client = LocalClient(lm, WorkerConfig(num_slots=2))
+        client = LocalClient(lm, WorkerConfig(num_slots=2, runner=runner))
         reply(client, f"build{r}", past, 0)  # max_tokens=0: prefill the history into a slot
-        done = ttft(client, f"cached{r}", request)
+        done = reply(client, f"cached{r}", request, agree_tokens)
+        cached_ids = list(done.token_ids)
         if done.stats.kind != "extend":
             raise SystemExit(f"The cached turn did not extend the kept history (kind {done.stats.kind!r}).")
         cached_runs.append(done.stats.ttft_ms)
         new.append(done.stats.new_tokens)
         del client
-    uncached = LocalClient(lm, WorkerConfig(cache_mode="off"))
-    uncached_runs = [ttft(uncached, f"uncached{r}", request).stats.ttft_ms for r in range(repeats)]
+    uncached = LocalClient(lm, WorkerConfig(cache_mode="off", runner=runner))
+    uncached_done = [reply(uncached, f"uncached{r}", request, agree_tokens) for r in range(repeats)]
+    uncached_runs = [d.stats.ttft_ms for d in uncached_done]
+    plain_ids = list(uncached_done[-1].token_ids)
+    agree = next((i for i, (a, b) in enumerate(zip(cached_ids, plain_ids)) if a != b), min(len(cached_ids), len(plain_ids)))
     return dict(
         ttft_history_tokens=len(lm.template.prompt_ids(past)) - len(lm.template.gen_prompt_ids),
         turn_tokens=len(lm.template.tokenize(turn.content)), new_tokens=new[0],
         input_tokens=len(lm.template.prompt_ids(request)),
         ttft_cached_ms=statistics.median(cached_runs), ttft_uncached_ms=statistics.median(uncached_runs),
         cached_runs_ms=[round(x, 1) for x in cached_runs], uncached_runs_ms=[round(x, 1) for x in uncached_runs],
+        greedy_agree=agree, greedy_of=max(len(cached_ids), len(plain_ids)),
     )
 
 
@@ -196,7 +202,9 @@ def arguments() -> argparse.Namespace:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--model", default="default", help='"default" (embedded SmolLM2), a model folder or .gguf, or "8b-random" (cuda only)')
     p.add_argument("--tokenizer", default=None, help="8b-random: folder with the default model's tokenizer (default: the converted default model)")
-    p.add_argument("--dtype", default=None, choices=sorted(DTYPES), help="default: bfloat16 on cuda; float32 on cpu (the app's default)")
+    p.add_argument("--dtype", default=None, choices=sorted(DTYPES), help="default: auto, as the app (bfloat16 on cuda and on CPUs with bf16, else float32)")
+    p.add_argument("--runner", default="both", choices=["both", *RUNNERS],
+                   help="model runner(s); both = static and hf side by side, interleaved per batch size (default)")
     p.add_argument("--batches", default=None, help="batch sizes, comma-separated (default 1,8,32; --quick 1,8)")
     p.add_argument("--tokens", type=int, default=None, help="tokens decoded per sequence (default 128; --quick 32)")
     p.add_argument("--prompt-tokens", type=int, default=64, help="tokens of each decode row's user message (default 64)")
@@ -211,7 +219,8 @@ def arguments() -> argparse.Namespace:
                   "≈15 GB in bf16) on the GPU; on a CPU one step takes seconds and says nothing about the GPU target. "
                   "Use --model default (or a small model folder) on cpu.\n")
     cuda = args.device == "cuda"
-    args.dtype = DTYPES[args.dtype] if args.dtype else ("bfloat16" if cuda else "float32")
+    args.dtype = DTYPES[args.dtype or "auto"]
+    args.runners = ["static", "hf"] if args.runner == "both" else [args.runner]
     args.batches = [int(x) for x in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]
     args.tokens = args.tokens or (32 if args.quick else 128)
     if args.ttft_history is None:
@@ -239,16 +248,20 @@ def main() -> None:
         raise SystemExit(str(exc)) from None
     device = lm.model.device
     bw = memory_bandwidth(device)
-    decode_run(lm, 1, SKIP_STEPS + 4, 0)  # first-call overheads out of the way
-    rows = {}
+    for runner in args.runners:
+        decode_run(lm, 1, SKIP_STEPS + 4, 0, runner=runner)  # first-call overheads out of the way
+    rows: dict[str, dict[int, dict]] = {r: {} for r in args.runners}
     for b in args.batches:
-        row = decode_run(lm, b, args.tokens, SKIP_STEPS, args.prompt_tokens)
-        wb = weight_bytes(lm.model, b)
-        kvb = b * row["mean_context"] * lm.kv_bytes_per_token
-        row.update(bound_step_ms=1000.0 * wb / bw, bound_tok_s=b * bw / wb, bound_kv_tok_s=b * bw / (wb + kvb))
-        row["of_bound"] = row["tok_s"] / row["bound_tok_s"]
-        rows[b] = row
-        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+        for runner in args.runners:  # side by side: machine noise hits both alike
+            row = decode_run(lm, b, args.tokens, SKIP_STEPS, args.prompt_tokens, runner)
+            wb = weight_bytes(lm.model, b)
+            kvb = b * row["mean_context"] * lm.kv_bytes_per_token
+            row.update(bound_step_ms=1000.0 * wb / bw, bound_tok_s=b * bw / wb, bound_kv_tok_s=b * bw / (wb + kvb))
+            row["of_bound"] = row["tok_s"] / row["bound_tok_s"]
+            rows[runner][b] = row
+            print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
+    main_runner = args.runners[0]
+    base = rows.get("hf") if main_runner != "hf" else None
     ttft_row = None
     if args.ttft_history > 0:
         need = args.ttft_history + 2 * TURN_TOKENS + 200
@@ -256,31 +269,39 @@ def main() -> None:
             print(json.dumps({"ttft": f"skipped: a {args.ttft_history}-token history does not fit {lm.name}'s "
                                       f"{lm.context_length}-token context"}), flush=True)
         else:
-            ttft_row = ttft_pair(lm, args.ttft_history, args.repeats)
+            ttft_row = ttft_pair(lm, args.ttft_history, args.repeats, main_runner)
             print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in ttft_row.items()}), flush=True)
     is_17k = ttft_row is not None and 16000 <= ttft_row["ttft_history_tokens"] <= 18000
 
-    def per_batch(key: str, b: int, digits: int = 2):
-        return round(rows[b][key], digits) if b in rows else None
+    def per_batch(key: str, b: int, digits: int = 2, runner: str = main_runner):
+        return round(rows[runner][b][key], digits) if b in rows[runner] else None
+
+    def speedup(b: int):
+        return round(rows[main_runner][b]["tok_s"] / base[b]["tok_s"], 2) if base and b in base else None
 
     print(json.dumps({
         "device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        "model": lm.name, "dtype": lm.dtype, "threads": args.threads, "quick": args.quick,
+        "model": lm.name, "dtype": lm.dtype, "runner": rows[main_runner][args.batches[0]]["runner"], "threads": args.threads, "quick": args.quick,
         "batches": args.batches, "tokens": args.tokens, "prompt_tokens": args.prompt_tokens, "ignore_eos": True,
         "tok_s_b1": per_batch("tok_s", 1), "tok_s_b8": per_batch("tok_s", 8), "tok_s_b32": per_batch("tok_s", 32),
         "ms_per_step_b1": per_batch("ms_per_step", 1), "ms_per_step_b8": per_batch("ms_per_step", 8),
         "ms_per_step_b32": per_batch("ms_per_step", 32),
-        "tok_s": {str(b): round(r["tok_s"], 2) for b, r in rows.items()},
-        "ms_per_step_p50": {str(b): round(r["ms_per_step_p50"], 2) for b, r in rows.items()},
+        "hf_tok_s_b1": per_batch("tok_s", 1, runner="hf") if base else None,
+        "hf_tok_s_b8": per_batch("tok_s", 8, runner="hf") if base else None,
+        "hf_tok_s_b32": per_batch("tok_s", 32, runner="hf") if base else None,
+        "speedup_b1": speedup(1), "speedup_b8": speedup(8), "speedup_b32": speedup(32),
+        "tok_s": {r: {str(b): round(x["tok_s"], 2) for b, x in by.items()} for r, by in rows.items()},
+        "ms_per_step_p50": {r: {str(b): round(x["ms_per_step_p50"], 2) for b, x in by.items()} for r, by in rows.items()},
         "mem_bw_gb_s": round(bw / 1e9, 1), "weights_gb": round(weight_bytes(lm.model, 1) / 1e9, 3),
         "bound_step_ms": round(1000.0 * weight_bytes(lm.model, 1) / bw, 3),
-        "bound_tok_s": {str(b): round(r["bound_tok_s"], 1) for b, r in rows.items()},
-        "of_bound": {str(b): round(r["of_bound"], 4) for b, r in rows.items()},
+        "bound_tok_s": {str(b): round(r["bound_tok_s"], 1) for b, r in rows[main_runner].items()},
+        "of_bound": {str(b): round(r["of_bound"], 4) for b, r in rows[main_runner].items()},
         "ttft_17k_cached_ms": round(ttft_row["ttft_cached_ms"], 1) if is_17k else None,
         "ttft_17k_uncached_ms": round(ttft_row["ttft_uncached_ms"], 1) if is_17k else None,
         "ttft_history_tokens": ttft_row["ttft_history_tokens"] if ttft_row else None,
         "ttft_cached_ms": round(ttft_row["ttft_cached_ms"], 1) if ttft_row else None,
         "ttft_uncached_ms": round(ttft_row["ttft_uncached_ms"], 1) if ttft_row else None,
+        "greedy_agree_cached_uncached": f"{ttft_row['greedy_agree']}/{ttft_row['greedy_of']}" if ttft_row else None,
     }))
 
 

@@ -4,7 +4,7 @@ A fixed 8-turn conversation: a ≈300-token system prompt, ≈60-token user turn
 assistant turns that the model generates and that are fed back as history (as a chat client does).
 
 Per turn: TTFT cached, TTFT uncached, the limit (prefilling only that turn's new tokens on an
-empty cache) and the floor (the same new tokens over the kept history's K/V: the model's own cost
+empty slot of the engine's own model runner) and the floor (the same new tokens over the kept history's K/V: the model's own cost
 of a cached turn, so cached/floor is the engine's overhead). A long variant has ≈4,000 tokens of history before its last turn. The last line is
 JSON. `--quick` runs a shorter version (under a minute once the model is converted)."""
 
@@ -24,11 +24,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from desktop.protocol import Chat, Done  # noqa: E402
-from desktop.model import kv  # noqa: E402
 from desktop.model.loader import LoadedModel, ModelSpec, load_model  # noqa: E402
 from desktop.model.messages import Message  # noqa: E402
 from desktop.model.params import SamplingParams  # noqa: E402
-from desktop.workers.config import WorkerConfig  # noqa: E402
+from desktop.workers.config import RUNNERS, WorkerConfig  # noqa: E402
+from desktop.workers.runner import make_runner  # noqa: E402
 from desktop.workers.local import LocalClient  # noqa: E402
 
 WORDS = (
@@ -66,28 +66,29 @@ def ttft(client: LocalClient, rid: str, msgs: list[Message]) -> Done:
     return done
 
 
-@torch.no_grad()
-def limit_ms(lm: LoadedModel, ids: list[int], chunk: int) -> float:
-    """Prefill only `ids` on an empty cache (same chunking as the worker) and pick the first token."""
-    start = time.perf_counter()
-    cache = kv.new_cache(lm.model.config)
+def _prefill(runner, ids: list[int], chunk: int, sample: bool) -> None:
+    sampler = runner.sampler(SamplingParams(max_tokens=1))
     for i in range(0, len(ids), chunk):
-        out = lm.model(input_ids=kv.as_batch(ids[i : i + chunk], lm.model.device), past_key_values=cache, use_cache=True, logits_to_keep=1)
-    int(out.logits[0, -1].argmax())
+        last = i + chunk >= len(ids)
+        runner.prefill(0, ids[i : i + chunk], (sampler, ids) if sample and last else None)
+
+
+def limit_ms(runner, ids: list[int], chunk: int) -> float:
+    """Prefill only `ids` into an empty slot of the engine's own runner (same chunking as the
+    worker) and pick the first token: the least a turn can cost."""
+    runner.clear(0)
+    start = time.perf_counter()
+    _prefill(runner, ids, chunk, sample=True)
     return 1000.0 * (time.perf_counter() - start)
 
 
-@torch.no_grad()
-def floor_ms(lm: LoadedModel, ids: list[int], kept: int, chunk: int) -> float:
+def floor_ms(runner, ids: list[int], kept: int, chunk: int) -> float:
     """The same delta prefilled over the kept tokens' K/V (built untimed): pure model compute of a
     cached turn, attention over the history included; the gap to it is the engine's overhead."""
-    cache = kv.new_cache(lm.model.config)
-    for i in range(0, kept, chunk):
-        lm.model(input_ids=kv.as_batch(ids[i : min(kept, i + chunk)], lm.model.device), past_key_values=cache, use_cache=True, logits_to_keep=1)
+    runner.clear(0)
+    _prefill(runner, ids[:kept], chunk, sample=False)
     start = time.perf_counter()
-    for i in range(kept, len(ids), chunk):
-        out = lm.model(input_ids=kv.as_batch(ids[i : i + chunk], lm.model.device), past_key_values=cache, use_cache=True, logits_to_keep=1)
-    int(out.logits[0, -1].argmax())
+    _prefill(runner, ids[kept:], chunk, sample=True)
     return 1000.0 * (time.perf_counter() - start)
 
 
@@ -99,11 +100,11 @@ def reply(client: LocalClient, rid: str, msgs: list[Message], tokens: int) -> Do
     return done
 
 
-def run_turns(lm, system: Message, users: list[Message], cfg, repeats: int, reply_tokens: int) -> list[dict]:
+def run_turns(lm, system: Message, users: list[Message], cfg, repeats: int, reply_tokens: int, bare) -> list[dict]:
     """Each turn: the cached worker answers (≈80 generated tokens, fed back as history); the
     uncached worker, the limit and the floor are timed on exactly the same messages."""
     cached = LocalClient(lm, cfg)
-    uncached = LocalClient(lm, WorkerConfig(cache_mode="off"))
+    uncached = LocalClient(lm, WorkerConfig(cache_mode="off", runner=cfg.runner))
     msgs, rows = [system], []
     for t, user in enumerate(users):
         msgs.append(user)
@@ -113,8 +114,8 @@ def run_turns(lm, system: Message, users: list[Message], cfg, repeats: int, repl
         offs, lims, floors = [], [], []
         for r in range(repeats):  # interleaved, so machine noise hits all of them alike
             offs.append(ttft(uncached, f"off{t}.{r}", msgs).stats.ttft_ms)
-            lims.append(limit_ms(lm, prompt[kept:], cfg.prefill_chunk))
-            floors.append(floor_ms(lm, prompt, kept, cfg.prefill_chunk))
+            lims.append(limit_ms(bare, prompt[kept:], cfg.prefill_chunk))
+            floors.append(floor_ms(bare, prompt, kept, cfg.prefill_chunk))
         rows.append(
             dict(turn=t + 1, input=on.stats.input_tokens, cached=kept, kind=on.stats.kind, cached_ms=on.stats.ttft_ms,
                  uncached_ms=statistics.median(offs), limit_ms=statistics.median(lims), floor_ms=statistics.median(floors),
@@ -131,7 +132,7 @@ def long_variant(lm, cfg, history_tokens: int, repeats: int, reply_tokens: int) 
     turns = max(2, round((history_tokens - 300) / 140) + 1)
     requests = conversation(lm, turns)
     cached = LocalClient(lm, cfg)
-    uncached = LocalClient(lm, WorkerConfig(cache_mode="off"))
+    uncached = LocalClient(lm, WorkerConfig(cache_mode="off", runner=cfg.runner))
     answer = reply(cached, "warm", requests[-2], reply_tokens)
     last = requests[-2] + [Message("assistant", answer.text), requests[-1][-1]]
     on = ttft(cached, "long-on", last)
@@ -145,24 +146,26 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--quick", action="store_true", help="4 turns, ≈1,500 tokens long variant, 1 repeat")
     p.add_argument("--model", default="default")
-    p.add_argument("--dtype", default="float32")
+    p.add_argument("--dtype", default="auto", help="auto (the app's default: bfloat16 where the CPU has it), float32, bfloat16")
+    p.add_argument("--runner", default="auto", choices=RUNNERS, help="the engine's model runner (default: auto, as the app)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     lm = load_model(ModelSpec(args.model, args.dtype))
-    cfg = WorkerConfig(num_slots=2)
+    cfg = WorkerConfig(num_slots=2, runner=args.runner)
     turns, history, repeats = (4, 1500, 1) if args.quick else (8, 4000, 3)
     requests = conversation(lm, turns)
     system, users = requests[0][0], [r[-1] for r in requests]
     ttft(LocalClient(lm, cfg), "warmup", requests[0])  # first-call overheads out of the way
-    rows = run_turns(lm, system, users, cfg, repeats, reply_tokens=80)
+    bare = make_runner(lm, WorkerConfig(num_slots=1, runner=args.runner))  # one slot for the limit and the floor
+    rows = run_turns(lm, system, users, cfg, repeats, 80, bare)
     long = long_variant(lm, cfg, history, repeats, reply_tokens=80)
     print(json.dumps({"long": long}), flush=True)
     decode = statistics.median(r["decode_tok_s"] for r in rows)
     last = rows[-1]
     print(json.dumps({
-        "model": lm.name, "dtype": lm.dtype, "threads": args.threads, "quick": args.quick,
-        "turns": [r["turn"] for r in rows],
+        "model": lm.name, "dtype": lm.dtype, "runner": type(bare).__name__, "threads": args.threads,
+        "quick": args.quick, "turns": [r["turn"] for r in rows],
         "input_tokens": [r["input"] for r in rows],
         "cached_tokens": [r["cached"] for r in rows],
         "ttft_cached_ms": [round(r["cached_ms"], 1) for r in rows],
