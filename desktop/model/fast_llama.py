@@ -52,7 +52,7 @@ def can_pack(dtype: torch.dtype, device: torch.device) -> bool:
 
 
 INT4_GROUP = 32
-INT4_MAX_ROWS = 8  # the CPU int4 kernel reads weights once per row: past ~8 rows bf16 is faster
+INT4_MAX_ROWS = 4  # the CPU int4 kernel's cost grows with rows: from ~6 rows packed bf16 is faster
 
 
 def int4_grid(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -76,8 +76,8 @@ def int4_grid(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
 class Linear:
     """y = x @ cat(W of `modules`).T, one fused matmul for q/k/v or gate/up. The fused weight is
     one tensor and the modules' own weights become views of it (no second copy). On a CPU with
-    bf16 it also keeps a faster form: int4 when the weights are on a 4-bit grid (small batches),
-    else a oneDNN-prepacked copy."""
+    bf16 it also keeps faster forms: int4 when the weights are on a 4-bit grid (used up to
+    INT4_MAX_ROWS rows), and a oneDNN-prepacked copy when int4 is out or batches may be wider."""
 
     def __init__(self, modules: list[Any], fast: bool, batch_hint: int, int4: bool = True) -> None:
         if len(modules) == 1:
@@ -90,8 +90,9 @@ class Linear:
                 m.weight.data = self.weight[start : start + rows]
                 start += rows
         self.out = int(self.weight.shape[0])
-        self.int4 = int4_grid(self.weight) if fast and int4 and batch_hint <= INT4_MAX_ROWS else None
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, batch_hint) if fast and self.int4 is None else None
+        self.int4 = int4_grid(self.weight) if fast and int4 else None
+        wide = self.int4 is None or batch_hint > INT4_MAX_ROWS  # decode batches int4 is slow at
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, batch_hint) if fast and wide else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[:-1]
