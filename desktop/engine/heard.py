@@ -1,0 +1,59 @@
+"""What the user actually heard of a spoken reply: the TTS segments' text and audio durations,
+mapped against the seconds the speaker played. On barge-in the assistant's turn in the context is
+trimmed to this text, so the model's history is what the user heard (the Realtime API's
+"truncation"). Whole segments that played out count whole; the segment cut in the middle counts
+by the share of its audio played, rounded down to whole words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class _Spoken:
+    text: str
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class SpokenLog:
+    """One reply: segments in the order they were spoken, each with the audio made for it."""
+
+    segments: dict[int, _Spoken] = field(default_factory=dict)  # sequence → segment
+
+    def add_segment(self, sequence: int, text: str) -> None:
+        self.segments.setdefault(sequence, _Spoken(text)).text = text
+
+    def add_audio(self, sequence: int, samples: int, sample_rate: int) -> None:
+        """Audio made for a segment (before the speaker's own resampling: seconds are the same)."""
+        if samples > 0 and sample_rate > 0:
+            self.segments.setdefault(sequence, _Spoken("")).seconds += samples / sample_rate
+
+    @property
+    def spoken_text(self) -> str:
+        return join(s.text for _, s in sorted(self.segments.items()))
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.segments.values())
+
+    def heard_text(self, played_s: float) -> str:
+        """The text of the first `played_s` seconds of this reply's audio."""
+        heard, left = [], played_s
+        for _, seg in sorted(self.segments.items()):
+            if seg.seconds <= 0 or left <= 0:
+                break
+            if left >= seg.seconds - 1e-6:
+                heard.append(seg.text)
+                left -= seg.seconds
+                continue
+            words = seg.text.split()
+            cut = int(len(words) * left / seg.seconds)
+            if cut:
+                heard.append(" ".join(words[:cut]))
+            break
+        return join(heard)
+
+
+def join(parts) -> str:
+    return " ".join(p.strip() for p in parts if p and p.strip())
