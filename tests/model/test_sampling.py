@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from desktop.model.params import SamplingParams
-from desktop.model.sampling import Sampler, sample_batch, top_k_top_p
+from desktop.model.sampling import Sampler, sample_batch, sample_rows, top_k_top_p
 
 VOCAB = 340
 
@@ -63,6 +63,26 @@ def test_batch_mixed_rows_equal_per_row() -> None:
     got = sample_batch([Sampler(p) for p in kinds], x, hist)
     want = [Sampler(p)(x[i], hist[i]) for i, p in enumerate(kinds)]
     assert got == want
+
+
+def test_rows_sampled_together_equal_each_alone() -> None:
+    """Rows that share settings sampled in one pass (sample_rows, what a GPU batch runs; each row
+    draws from its own generator): every draw equals what the row's sampler gives alone, over
+    many steps — also when one row's nucleus is wide (a flat row makes the pass look at more
+    candidates) and another's narrow."""
+    vocab = 6000  # more than the 4096-candidate step of the top-p search
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(5, vocab, generator=g) * torch.tensor([[4.0], [0.01], [2.0], [4.0], [1.0]])
+    kinds = [SamplingParams(temperature=0.7, top_p=0.9, seed=i) for i in range(4)] + [SamplingParams(temperature=0.7, top_k=40, seed=7)]
+    together, alone = [Sampler(p) for p in kinds], [Sampler(p) for p in kinds]
+
+    def batch() -> list[int]:
+        return sample_rows(together[:4], x[:4] / 0.7) + sample_rows(together[4:], x[4:] / 0.7)
+
+    for _ in range(30):
+        assert batch() == [s(x[i], []) for i, s in enumerate(alone)]
+        assert sample_batch(together, x, [[]] * 5) == [s(x[i], []) for i, s in enumerate(alone)]
+    assert len({tuple(batch()) for _ in range(5)}) > 1  # they do sample
 
 
 def test_seeded_sampling_reproducible_and_seeds_differ() -> None:
