@@ -3,7 +3,7 @@ slot snapshots, token stats and the host interface with its statuses. Torch-free
 imports the engine, the workers or the UI."""
 
 from desktop.protocol.commands import (
-    AppendInput, Chat, Command, CreateSession, EndSession, Generate, Reset, Shutdown, Stop,
+    AppendInput, Chat, Command, CreateSession, EndSession, Generate, Reset, Shutdown, Stop, TruncateReply,
 )
 from desktop.protocol.events import (
     TERMINAL, ChunkEvent, Done, ErrorEvent, Event, Heartbeat, MatchKind, PrefillDone, PrefillProgress,
@@ -12,7 +12,7 @@ from desktop.protocol.events import (
 from desktop.protocol.host import EventSink, WorkerHost, WorkerState, WorkerStatus
 
 __all__ = [
-    "AppendInput", "Chat", "Command", "CreateSession", "EndSession", "Generate", "Reset", "Shutdown", "Stop",
+    "AppendInput", "Chat", "Command", "CreateSession", "EndSession", "Generate", "Reset", "Shutdown", "Stop", "TruncateReply",
     "TERMINAL", "ChunkEvent", "Done", "ErrorEvent", "Event", "Heartbeat", "MatchKind", "PrefillDone",
     "PrefillProgress", "QueueDone", "Queued", "QueueUpdate", "SlotInfo", "TokenStats",
     "EventSink", "WorkerHost", "WorkerState", "WorkerStatus",

@@ -54,6 +54,17 @@ class Stop:
 
 
 @dataclass(frozen=True, slots=True)
+class TruncateReply:
+    """The session's last message, the assistant's reply, becomes `text`: what the user actually
+    heard of it when a barge-in cut it short ("" drops the reply). The session must be idle (stop
+    the reply and wait for its end first); the KV keeps what still agrees with the new text."""
+
+    request_id: str
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class EndSession:
     """Close a session and free its KV."""
 
@@ -72,4 +83,4 @@ class Reset:
     and end every session, so that the worker comes back empty if it ever resumes."""
 
 
-Command = Chat | CreateSession | AppendInput | Generate | Stop | EndSession | Shutdown | Reset
+Command = Chat | CreateSession | AppendInput | Generate | Stop | TruncateReply | EndSession | Shutdown | Reset

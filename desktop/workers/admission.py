@@ -100,6 +100,7 @@ class Admission:
             slot.session_id, seq.session = session.session_id, session
         elif isinstance(seq.command, AppendInput):
             seq.session.history += seq.msgs
+            seq.session.reply_at = None  # the reply is no longer the last message
         slot.request_id = seq.request_id
         i = slot.index
         if copied:
@@ -149,6 +150,7 @@ class Admission:
             session.pending = (prompt + seq.generated + close)[len(kv_ids) :]
             if seq.generated:
                 session.history.append(Message("assistant", text))
+                session.reply_at = len(prompt) - len(self.template.gen_prompt_ids)
         elif self.cfg.cache_mode.imc:
             self._remember(seq, slot, text)
         else:
@@ -181,8 +183,39 @@ class Admission:
         if seq.session is not None:
             seq.session.busy = None
             seq.session.pending = self.template.encode(seq.session.history).ids  # rebuild next time
+            seq.session.reply_at = None
+
+    def truncate_reply(self, session: Session, text: str) -> None:
+        """The session's last message, its generated reply, becomes `text` ("" drops it): its ids
+        become the canonical ids of the new text, and the KV is cropped to what still agrees."""
+        if session.busy is not None:
+            raise InvalidRequest("This session is still busy with another request; stop it and wait for its end first.")
+        if session.reply_at is None or not session.history or session.history[-1].role != "assistant":
+            raise InvalidRequest("Nothing to truncate: the session's last message is not a reply it generated.")
+        slot, before = session.slot, session.history[:-1]
+        ids = (slot.ids + session.pending)[: session.reply_at]
+        if text:
+            reply = Message("assistant", text)
+            try:
+                ids += self.template.encode_delta(before, [reply]).ids
+            except ValueError:
+                raise InvalidRequest("This model's chat template cannot be extended message by message.") from None
+            session.history[-1] = reply
+        else:
+            session.history.pop()
+            session.reply_at = None
+        keep = common_prefix(slot.ids, ids)
+        if keep < len(slot.ids):
+            self.ops.append(Crop(slot.index, keep))
+            slot.ids = slot.ids[:keep]
+        session.pending = ids[keep:]
 
     def clear(self, slot: Slot) -> None:
         """Empty the slot's bookkeeping and its KV."""
         slot.clear()
         self.ops.append(Clear(slot.index))
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)

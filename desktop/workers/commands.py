@@ -13,6 +13,7 @@ from desktop.model.messages import char_limit, parse_messages
 from desktop.model.params import as_params
 from desktop.protocol import (
     AppendInput, Chat, Command, CreateSession, Done, EndSession, ErrorEvent, Event, Generate, Reset, Shutdown, Stop,
+    TruncateReply,
 )
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Phase, Seq
@@ -60,6 +61,8 @@ class CommandIntake:
             self._stop(cmd.request_id)
         elif isinstance(cmd, EndSession):
             self._end_session(cmd)
+        elif isinstance(cmd, TruncateReply):
+            self._truncate(cmd)
         elif isinstance(cmd, (Shutdown, Reset)):
             self._fail_all(cmd)
         elif isinstance(cmd, REQUESTS) and isinstance(cmd.request_id, str):
@@ -119,6 +122,15 @@ class CommandIntake:
             else:
                 self.finish(seq, "cancelled")
         self.sched.close_session(session)
+        self.emit(Done(cmd.request_id, "", slots=self.sched.table.infos()))
+
+    def _truncate(self, cmd: TruncateReply) -> None:
+        try:
+            text = parse_messages([{"role": "assistant", "content": cmd.text}], char_limit(self.window))[0].content if cmd.text else ""
+            self.sched.truncate_reply(cmd.session_id, text)
+        except OmnideskError as exc:
+            self._error(cmd.request_id, exc)
+            return
         self.emit(Done(cmd.request_id, "", slots=self.sched.table.infos()))
 
     def _fail_all(self, cmd: Shutdown | Reset) -> None:

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from desktop.errors import UnknownSession
 from desktop.model.chat_template import ChatTemplate
 from desktop.workers.admission import Admission
 from desktop.workers.config import WorkerConfig
@@ -176,6 +177,14 @@ class Scheduler:
             if seq.phase is Phase.WAITING:
                 self.waiting.remove(seq)
         return session, seqs
+
+    def truncate_reply(self, session_id: str, text: str) -> None:
+        """Replace the session's last reply by `text` (see Admission.truncate_reply); the KV ops
+        it needs are queued. Raises UnknownSession / InvalidRequest."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise UnknownSession(f"Unknown session {session_id!r}: it was never created or has ended.")
+        self.admission.truncate_reply(session, text)
 
     def close_session(self, session: Session) -> None:
         self.admission.clear(session.slot)

@@ -28,6 +28,7 @@ class Session:
     history: list[Message] = field(default_factory=list)
     pending: list[int] = field(default_factory=list)  # ids that belong after slot.ids but are not in the KV yet
     busy: str | None = None  # request id running in this session
+    reply_at: int | None = None  # where the last message, a generated reply, starts in slot.ids + pending
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from worker_helpers import CtrlC, chat, make_client, run_all
 
-from desktop.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, Stop
+from desktop.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, Stop, TruncateReply
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 
@@ -85,7 +85,8 @@ def test_batched_equals_unbatched(tiny_lm, oracle, lengths, max_tokens, runner):
 
 
 SESSION_OPS = st.lists(
-    st.one_of(st.tuples(st.just("append"), TEXT), st.tuples(st.just("generate"), st.integers(1, 8)), st.tuples(st.just("stop"), st.integers(1, 8))),
+    st.one_of(st.tuples(st.just("append"), TEXT), st.tuples(st.just("generate"), st.integers(1, 8)), st.tuples(st.just("stop"), st.integers(1, 8)),
+              st.tuples(st.just("truncate"), st.floats(0, 1))),  # a barge-in: the reply becomes what was heard
     min_size=1,
     max_size=8,
 )
@@ -95,18 +96,37 @@ SESSION_OPS = st.lists(
 @SETTINGS
 @given(system=st.one_of(st.none(), TEXT), ops=SESSION_OPS, mode=st.sampled_from(["imc+spc", "off"]))
 def test_session_equals_uncached(tiny_lm, oracle, system, ops, mode, runner):
-    """A session's ids only grow; each reply equals an uncached run over exactly those ids."""
+    """A session's ids grow, except where a reply is truncated to what the user heard (it then
+    holds that text's canonical ids); each reply equals an uncached run over exactly those ids."""
     t = tiny_lm.template
     client = make_client(tiny_lm, num_slots=2, cache_mode=mode, prefill_chunk=16, runner=runner)
     assert isinstance(client.run(CreateSession("c", "s", system))[-1], Done)
     history = [Message("system", system)] if system else []
     ids = t.encode(history).ids if history else []
+    reply_at = None  # where the last reply starts in ids, while it is the last message
     for n, op in enumerate(ops):
+        if op[0] == "truncate":
+            words = history[-1].content.split() if reply_at is not None else []
+            heard = " ".join(words[: int(len(words) * op[1])])
+            end = client.run(TruncateReply(f"t{n}", "s", heard))[-1]
+            if reply_at is None:  # nothing to truncate: refused, nothing changes
+                assert isinstance(end, ErrorEvent) and end.code == "invalid_request", end
+                continue
+            assert isinstance(end, Done), end
+            del ids[reply_at:]
+            history.pop()
+            if heard:
+                ids += t.encode_delta(history, [Message("assistant", heard)]).ids
+                history.append(Message("assistant", heard))
+            else:
+                reply_at = None
+            continue
         if op[0] == "append":
             msg = Message("user", op[1])
             assert isinstance(client.run(AppendInput(f"a{n}", "s", (msg,)))[-1], Done)
             ids += t.encode_delta(history, [msg]).ids
             history.append(msg)
+            reply_at = None
             continue
         limit = op[1] if op[0] == "generate" else 20
         stream = client.stream(Generate(f"g{n}", "s", SamplingParams(max_tokens=limit)))
@@ -122,8 +142,10 @@ def test_session_equals_uncached(tiny_lm, oracle, system, ops, mode, runner):
         else:
             assert list(done.token_ids) == expected
         out = list(done.token_ids)
+        if out:  # the worker keeps a reply only if it has tokens
+            reply_at = len(ids)
+            history.append(Message("assistant", done.text))
         ids += t.gen_prompt_ids + out + t.close_after_reply(out)
-        history.append(Message("assistant", done.text))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from desktop.errors import BusyError, ContextOverflow
+from desktop.errors import BusyError, ContextOverflow, InvalidRequest, UnknownSession
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import AppendInput, Chat, CreateSession, Generate
@@ -340,6 +340,35 @@ def test_a_session_grows_append_only_and_ends_empty():
     rig.s.close_session(session)
     rig.sync()
     assert not seqs and slot.session_id is None and slot.ids == [] and rig.runner.kv[slot.index] == []
+
+
+def test_truncating_a_reply_keeps_the_kv_that_still_agrees():
+    """A barge-in: the session's last reply becomes what was heard; the KV keeps its prefix up to
+    where the new text differs, the rest waits as pending ids. Refused while busy, when the last
+    message is not a reply, or for an unknown session."""
+    rig = Rig(num_slots=2)
+    rig.run(session_cmd(rig, CreateSession("c", "s", None), []))
+    rig.run(session_cmd(rig, AppendInput("a", "s", (U("hi"),)), [U("hi")]))
+    session = rig.s.sessions["s"]
+    with pytest.raises(InvalidRequest, match="not a reply"):
+        rig.s.truncate_reply("s", "ok")
+    before = list(session.slot.ids)
+    rig.run(session_cmd(rig, Generate("g", "s"), params=SamplingParams(max_tokens=3)))  # replies "oka"
+    rig.s.truncate_reply("s", "ox")
+    rig.sync()
+    want = before + GEN + tok("ox") + [END]
+    assert session.slot.ids + session.pending == want and session.history[-1] == A("ox")
+    assert rig.runner.kv[session.slot.index] == session.slot.ids == before + GEN + tok("o")  # "k" differed
+    rig.s.truncate_reply("s", "")
+    rig.sync()
+    assert session.slot.ids + session.pending == before and session.history == [U("hi")]
+    with pytest.raises(InvalidRequest, match="not a reply"):
+        rig.s.truncate_reply("s", "again")
+    session.busy = "x"
+    with pytest.raises(InvalidRequest, match="busy"):
+        rig.s.truncate_reply("s", "")
+    with pytest.raises(UnknownSession):
+        rig.s.truncate_reply("nope", "")
 
 
 def test_reset_empties_every_slot_and_session():
