@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 from desktop.engine.health import check_request_id, check_system, no_service
 from desktop.engine.pool import Entry, Pool
 from desktop.protocol import (
-    AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued,
+    AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued, TruncateReply,
     QueueUpdate, Stop, TokenStats,
 )
 from desktop.engine.intake import EventIntake
@@ -132,6 +132,20 @@ class Gateway(EventIntake):
         rid = self._new_id(None)
         entry = Entry(rid, Generate(rid, session_id, as_params(params)), self._future(), pin=worker_id, session_id=session_id)
         return self._enqueue(entry)
+
+    async def truncate_reply(self, session_id: str, text: str) -> None:
+        """The session's last message, the reply it generated, becomes `text`: what the user heard
+        of it before a barge-in ("" drops the reply). Stop the reply and let its stream end first.
+        Raises InvalidRequest (busy, nothing to truncate), UnknownSession, or the worker's error."""
+        worker_id = self._sessions.worker_of(session_id)
+        text = parse_messages([Message("assistant", text)], self._max_chars())[0].content if text else ""
+        rid = self._new_id(None)
+        entry = Entry(rid, TruncateReply(rid, session_id, text), self._future(), pin=worker_id, session_id=session_id)
+        last = None
+        async for event in self._enqueue(entry):
+            last = event
+        if isinstance(last, ErrorEvent):
+            raise OmnideskError(last.message, code=last.code, retryable=last.retryable)
 
     async def cancel(self, request_id: str) -> None:
         """Queued: removed, ends with Done(finish_reason="cancelled"). Running: Stop goes to its

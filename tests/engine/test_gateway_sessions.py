@@ -9,8 +9,9 @@ import pytest
 
 from desktop.protocol import (
     AppendInput, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Generate, PrefillDone, QueueDone, Queued, Stop,
+    TruncateReply,
 )
-from desktop.errors import UnknownSession, WorkerCrashed
+from desktop.errors import OmnideskError, UnknownSession, WorkerCrashed
 from fake_host import FakeHost
 from gw_helpers import collect, gateway, run, settle, take, terminal, user
 
@@ -203,4 +204,29 @@ def test_an_abandoned_create_session_is_cleaned_up() -> None:
             await settle()
             assert isinstance(host.commands[-1], EndSession)
             assert gw.stats()["sessions"] == 0
+    run(main())
+
+
+def test_truncate_reply_goes_to_the_sessions_worker_and_reports_its_answer() -> None:
+    """A barge-in's trimmed turn is written through the session API: the command reaches the
+    session's worker; its Done returns, its error is raised with the worker's code."""
+    async def main() -> None:
+        w1, w2 = FakeHost("w1"), FakeHost("w2")
+        async with gateway(w1, w2) as gw:
+            sid = await open_session(gw, w1)
+            task = asyncio.create_task(gw.truncate_reply(sid, "Hello the"))
+            await settle()
+            cmd = w1.commands[-1]
+            assert isinstance(cmd, TruncateReply) and (cmd.session_id, cmd.text) == (sid, "Hello the")
+            w1.finish(cmd.request_id)
+            await task
+            task = asyncio.create_task(gw.truncate_reply(sid, ""))
+            await settle()
+            w1.fail(w1.commands[-1].request_id, "invalid_request", "Nothing to truncate")
+            with pytest.raises(OmnideskError, match="Nothing to truncate") as err:
+                await task
+            assert err.value.code == "invalid_request" and not any(isinstance(c, TruncateReply) for c in w2.commands)
+            await gw.end_session(sid)
+            with pytest.raises(UnknownSession):
+                await gw.truncate_reply(sid, "x")
     run(main())

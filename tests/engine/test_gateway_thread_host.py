@@ -3,7 +3,10 @@ its cache on the worker that holds it, a session runs end to end, a cancel stops
 
 from __future__ import annotations
 
+import pytest
+
 from desktop.engine.gateway import Gateway
+from desktop.errors import OmnideskError
 from desktop.protocol import Done, PrefillDone
 from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
@@ -32,10 +35,18 @@ def test_gateway_over_thread_hosts_with_the_tiny_model() -> None:
         assert terminal(await collect(gw.generate_stream(sid, params))).stats.generated_tokens > 0
         long = gw.generate_stream(sid, SamplingParams(max_tokens=500, ignore_eos=True))
         await gw.cancel(long.request_id)
-        assert terminal(await collect(long)).stats.finish_reason == "cancelled"
+        cut = terminal(await collect(long))
+        assert cut.stats.finish_reason == "cancelled"
+        # a barge-in: the cut reply becomes what was heard, then the call goes on
+        await gw.truncate_reply(sid, " ".join(cut.text.split()[:2]) or "Hm")
+        assert isinstance(terminal(await collect(gw.append_input(sid, [user("Go on")]))), Done)
+        with pytest.raises(OmnideskError) as err:  # the last message is the user's now
+            await gw.truncate_reply(sid, "")
+        assert err.value.code == "invalid_request"
+        assert terminal(await collect(gw.generate_stream(sid, params))).stats.generated_tokens > 0
         await gw.end_session(sid)
         stats = gw.stats()
-        assert stats["routing"]["hit"] == 2 and stats["requests"]["failed"] == 0
+        assert stats["routing"]["hit"] == 2 and stats["requests"]["failed"] == 1  # the refused truncation
         assert stats["requests"]["completed"] + stats["requests"]["cancelled"] == stats["requests"]["submitted"]
         await gw.close()
     run(main(), timeout=90)
