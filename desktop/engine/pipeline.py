@@ -267,7 +267,7 @@ class Pipeline:
         if not self._live(req):
             return
         try:
-            self._synthesize(req, seg.text)
+            self._synthesize(req, seg)
         except Exception as exc:
             log.warning("TTS failed for %s: %r", req.request_id, exc)
             self._fail(req, "tts_failed", f"Speech synthesis failed ({type(exc).__name__}: {exc}); "
@@ -283,12 +283,12 @@ class Pipeline:
             self._emit(AudioChunk(req.request_id, req.next_chunk, np.zeros(0, np.float32), sr, True))
             self._emit(PipelineDone(req.request_id, req.stats(self._clock.now())))
 
-    def _synthesize(self, req: _Req, text: str) -> None:
+    def _synthesize(self, req: _Req, seg: Segment) -> None:
         """Synthesize and write chunk by chunk; a cancel is seen between chunks."""
-        if not text:
+        if not seg.text:
             return
         t0 = self._clock.now()
-        chunks = iter(self._tts.synthesize(text))
+        chunks = iter(self._tts.synthesize(seg.text))
         try:
             while self._live(req):
                 t = self._clock.now()
@@ -300,11 +300,11 @@ class Pipeline:
                 if samples.size:
                     if req.first_synth_ms is None:
                         req.first_synth_ms = (self._clock.now() - t0) * 1000
-                    self._write(req, samples)
+                    self._write(req, samples, seg.sequence)
         finally:
             getattr(chunks, "close", lambda: None)()
 
-    def _write(self, req: _Req, samples: np.ndarray) -> None:
+    def _write(self, req: _Req, samples: np.ndarray, segment: int) -> None:
         rid, sr = req.request_id, self._tts.sample_rate
         with self._lock:
             if not self._live(req):
@@ -322,7 +322,7 @@ class Pipeline:
             return
         req.samples += samples.size
         req.sample_rate = sr
-        self._emit(AudioChunk(rid, seq, samples, sr, False))
+        self._emit(AudioChunk(rid, seq, samples, sr, False, segment))
 
     def _fail(self, req: _Req, code: str, message: str) -> None:
         with self._lock:

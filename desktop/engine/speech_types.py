@@ -55,6 +55,7 @@ class AudioChunk:
     samples: np.ndarray = field(compare=False)  # float32 mono; empty on the closing is_last chunk
     sample_rate: int
     is_last: bool
+    segment: int = -1  # the Segment.sequence this audio speaks
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from desktop.engine.pipeline import AudioChunk, Pipeline, PipelineDone, PipelineError, SegmenterConfig
+from desktop.engine.heard import SpokenLog
+from desktop.engine.pipeline import AudioChunk, Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig
 from desktop.engine.speech_types import AudioSink, TTSEngine
 from desktop.engine.voice_audio import KEEP_REPLIES, KEEP_SECONDS, KeptAudio, Play, VoiceEvent, VoiceEventKind
 from desktop.errors import OmnideskError
@@ -50,6 +51,8 @@ class Voice:
         self._plays: dict[str, Play] = {}  # sink id -> what is being spoken there
         self._dead: OrderedDict[str, None] = OrderedDict()  # stopped/failed: queued text is dropped
         self._kept = KeptAudio(keep, keep_s)
+        self._spoken: OrderedDict[str, SpokenLog] = OrderedDict()  # the last `keep` replies' segments
+        self._keep = keep
         self._replay_gen = 0
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -137,6 +140,16 @@ class Voice:
             self._sink.flush(None)
         for p in plays:
             self._emit(VoiceEvent(VoiceEventKind.FINISHED, p.request_id, replay=p.replay, stopped=True))
+
+    def heard(self, request_id: str) -> str:
+        """The text of what the speaker has played of a reply (frozen when it is stopped): after a
+        barge-in, what the user actually heard. A sink that cannot tell: all that was spoken."""
+        with self._lock:
+            spoken = self._spoken.get(request_id)
+            if spoken is None:
+                return ""
+            heard_s = getattr(self._sink, "heard_s", None)
+            return spoken.spoken_text if heard_s is None else spoken.heard_text(heard_s(request_id))
 
     def audio_of(self, request_id: str) -> tuple[np.ndarray, int] | None:
         """The audio spoken for a reply so far (float32 mono, its rate); None when there is none
@@ -288,7 +301,11 @@ class Voice:
     # ------------------------------------------------------------------ pipeline events (stage threads)
 
     def _on_pipeline(self, event: object) -> None:
-        if isinstance(event, AudioChunk):
+        if isinstance(event, Segment):
+            if event.text:
+                with self._lock:
+                    self._spoken_log(event.request_id).add_segment(event.sequence, event.text)
+        elif isinstance(event, AudioChunk):
             if event.is_last or not event.samples.size:
                 return
             with self._lock:
@@ -296,6 +313,7 @@ class Voice:
                 if play is None:  # stopped
                     return
                 self._kept.add(event.request_id, event.samples, event.sample_rate)
+                self._spoken_log(event.request_id).add_audio(event.segment, event.samples.size, event.sample_rate)
                 play.seconds += event.samples.size / event.sample_rate
                 first, play.started = not play.started, True
             if first:
@@ -307,6 +325,14 @@ class Voice:
                     play.done_at = self._clock.now()
         elif isinstance(event, PipelineError):
             self._fail(event.request_id, event.message)
+
+    def _spoken_log(self, rid: str) -> SpokenLog:  # lock held
+        spoken = self._spoken.get(rid)
+        if spoken is None:
+            spoken = self._spoken[rid] = SpokenLog()
+            while len(self._spoken) > self._keep:
+                self._spoken.popitem(last=False)
+        return spoken
 
     def _fail(self, rid: str, message: str) -> None:
         with self._lock:

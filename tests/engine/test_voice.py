@@ -113,6 +113,27 @@ def test_a_streamed_reply_is_spoken_from_its_first_sentence_and_its_audio_is_kep
     assert out.stats()["underruns"] == 0 and events.kinds("r1") == [K.LOADING, K.STARTED, K.FINISHED]
 
 
+def test_heard_is_the_text_of_what_the_speaker_played(rig):
+    """A barge-in keeps what the user heard: cut after ~1.5 s of audio, the reply's heard text is
+    a word prefix of what was spoken (the first sentence, part of the second), frozen at the stop;
+    a reply that plays out was heard whole."""
+    voice, out, events, tick = rig
+    speak(voice, "r1", REPLY)
+    events.wait(K.STARTED, "r1", tick=tick)
+    for _ in range(int(1.5 / out.block_s)):
+        tick()
+    voice.stop("r1")
+    heard = voice.heard("r1")
+    spoken = " ".join(REPLY.split())
+    assert heard and spoken.startswith(heard) and len(heard) < len(spoken), heard
+    for _ in range(20):
+        tick()
+    assert voice.heard("r1") == heard  # frozen at the stop
+    speak(voice, "r2", REPLY)
+    events.wait(K.FINISHED, "r2", tick=tick)
+    assert voice.heard("r2") == spoken and voice.heard("never") == ""
+
+
 def test_replay_plays_the_same_samples_again(rig):
     voice, out, events, tick = rig
     speak(voice, "r1", "Replay me, please.")
