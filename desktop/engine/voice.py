@@ -151,6 +151,11 @@ class Voice:
             heard_s = getattr(self._sink, "heard_s", None)
             return spoken.spoken_text if heard_s is None else spoken.heard_text(heard_s(request_id))
 
+    def first_audio_at(self, request_id: str) -> float | None:
+        """Clock time the reply's first sample reached the speaker, where the sink can tell."""
+        first = getattr(self._sink, "first_audio_at", None)
+        return first(request_id) if first is not None else None
+
     def audio_of(self, request_id: str) -> tuple[np.ndarray, int] | None:
         """The audio spoken for a reply so far (float32 mono, its rate); None when there is none
         (never spoken, or one of the oldest and no longer kept)."""

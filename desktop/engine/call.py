@@ -1,0 +1,378 @@
+"""A voice call, without Qt: microphone frames → echo cancellation → voice activity → speech
+recognition → one gateway session for the whole call (its KV grows turn by turn) → the reply,
+spoken by the Voice as it streams; the user's speech over the reply cuts it (barge-in) and the
+assistant's turn in the context becomes what the user heard.
+
+Threads: `pump()` runs on a media thread (it reads the microphone and handles each frame); the
+gateway work runs as tasks on the asyncio loop given at start; the voice reports from its own
+threads. The turn logic (CallState) is shared by all three under one lock. Listeners get
+CallEvents on whichever thread produced them (the UI hops to its own)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from desktop.engine.call_state import (
+    Action, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance, EndCall, EndUtterance, SendTurn, StopReply,
+)
+from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
+from desktop.errors import OmnideskError
+from desktop.media.clock import Clock, RealClock
+from desktop.model.params import SamplingParams
+from desktop.protocol import ChunkEvent, Done, ErrorEvent
+
+log = logging.getLogger(__name__)
+PRE_ROLL_S = 0.4  # audio kept from before the VAD's speech start (it fires a little late)
+LEVEL_EVERY_S = 0.05  # level meter events at most this often
+
+
+class Detector(Protocol):
+    """Voice activity: frames in, ("start" | "end", clock time of the first/last voiced sample) out."""
+
+    def feed(self, samples: np.ndarray, t: float) -> list[tuple[str, float]]: ...
+
+    def reset(self) -> None: ...
+
+
+class Transcriber(Protocol):
+    """Speech recognition of one utterance at a time: `begin` with the audio before the speech
+    start, `feed` frames (partials go to `on_partial`), `finish` calls `on_text(text, asr_ms)` on
+    another thread when the final text is ready; `cancel` drops the utterance."""
+
+    def begin(self, pre_roll: np.ndarray, on_partial: Callable[[str], None]) -> None: ...
+
+    def feed(self, samples: np.ndarray) -> None: ...
+
+    def finish(self, on_text: Callable[[str, float], None]) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+class Canceller(Protocol):
+    """Echo cancellation: a microphone frame at clock time t, less the speaker's echo."""
+
+    def process(self, samples: np.ndarray, t: float) -> np.ndarray: ...
+
+
+@dataclass(slots=True)
+class TurnMetrics:
+    """One exchange of the call, as the metrics panel and bench/call.py report it."""
+
+    turn: int
+    user_text: str = ""
+    speech_end_t: float | None = None  # clock time of the user's last voiced sample
+    asr_ms: float | None = None  # end of speech → final transcript
+    ttft_ms: float | None = None  # the reply's first token (the worker's figure)
+    cached_tokens: int = 0
+    new_tokens: int = 0
+    kv_tokens: int = 0  # the session's KV after the reply
+    first_audio_t: float | None = None  # clock time the reply's first sample reached the speaker
+    assistant_text: str = ""
+    heard: str | None = None  # set when a barge-in cut the reply: what was kept
+
+    @property
+    def eos_to_audio_ms(self) -> float | None:
+        if self.speech_end_t is None or self.first_audio_t is None:
+            return None
+        return (self.first_audio_t - self.speech_end_t) * 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class CallEvent:
+    """kind: phase | level | partial | user | assistant | cut | metrics | error | ended."""
+
+    kind: str
+    text: str = ""
+    value: float = 0.0
+    phase: CallPhase | None = None
+    metrics: TurnMetrics | None = None
+
+
+@dataclass(slots=True)
+class _Reply:
+    request_id: str | None = None
+    task: asyncio.Task | None = None
+    metrics: TurnMetrics = field(default_factory=lambda: TurnMetrics(0))
+
+
+class Call:
+    def __init__(self, gateway: Any, mic: Any, voice: Any, detector: Detector, transcriber: Transcriber, *,
+                 canceller: Canceller | None = None, mode: CallMode = CallMode.DUPLEX, clock: Clock = RealClock(),
+                 system: str | None = "You are a helpful voice assistant. Answer briefly, in plain spoken sentences.",
+                 params: SamplingParams | None = None, idle_timeout_s: float = 300.0) -> None:
+        self.gateway, self.mic, self.voice, self.detector, self.transcriber = gateway, mic, voice, detector, transcriber
+        self.canceller, self.clock, self.system = canceller, clock, system
+        self.params = params or SamplingParams(max_tokens=200, temperature=0.7, top_p=0.9)
+        self.state = CallState(mode, idle_timeout_s, clock.now())
+        self.session_id: str | None = None
+        self.turns: list[TurnMetrics] = []
+        self.listeners: list[Callable[[CallEvent], None]] = []
+        self._lock = threading.RLock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reply = _Reply()
+        self._recent: deque[np.ndarray] = deque()
+        self._recent_n = 0
+        self._collecting = False
+        self._pending_end_t: float | None = None
+        self._last_level = -1.0
+        self._tasks: set[asyncio.Task] = set()
+
+    # ------------------------------------------------------------------ life
+
+    async def start(self) -> None:
+        """Open the call's session and start listening."""
+        self._loop = asyncio.get_running_loop()
+        self.session_id = await self.gateway.create_session(self.system)
+        self.voice.add_listener(self._on_voice)
+        self.mic.start()
+        self._emit(CallEvent("phase", phase=self.state.phase))
+
+    async def end(self) -> None:
+        """Hang up: stop the reply, close the session, release the microphone."""
+        with self._lock:
+            actions = self.state.end(self.clock.now())
+        self._act(actions)
+        await self._settle()
+
+    async def _settle(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    @property
+    def phase(self) -> CallPhase:
+        return self.state.phase
+
+    # ------------------------------------------------------------------ the microphone (media thread)
+
+    def pump(self, timeout: float = 0.0) -> int:
+        """Handle every microphone frame not seen yet; returns how many. Also checks the idle timeout."""
+        frames = self.mic.read(timeout=timeout)
+        for samples, t, level in zip(frames.samples, frames.times, frames.levels):
+            self._frame(samples, float(t), float(level))
+        with self._lock:
+            actions = self.state.tick(self.clock.now())
+        self._act(actions)
+        return len(frames)
+
+    def _frame(self, samples: np.ndarray, t: float, level: float) -> None:
+        if t - self._last_level >= LEVEL_EVERY_S:
+            self._last_level = t
+            self._emit(CallEvent("level", value=level))
+        clean = self.canceller.process(samples, t) if self.canceller is not None else samples
+        self._remember(clean)
+        for kind, at in self.detector.feed(clean, t):
+            with self._lock:
+                if kind == "start":
+                    actions = self.state.speech_start(at)
+                else:
+                    self._pending_end_t = at
+                    actions = self.state.speech_end(at)
+            self._act(actions)
+        if self._collecting:
+            self.transcriber.feed(clean)
+
+    def _remember(self, clean: np.ndarray) -> None:
+        self._recent.append(clean)
+        self._recent_n += clean.size
+        keep = int(PRE_ROLL_S * getattr(self.mic, "sample_rate", 16000))
+        while self._recent and self._recent_n - self._recent[0].size >= keep:
+            self._recent_n -= self._recent.popleft().size
+
+    # ------------------------------------------------------------------ buttons and keys (any thread)
+
+    def key_down(self) -> None:
+        self._do(self.state.key_down)
+
+    def key_up(self) -> None:
+        self._pending_end_t = self.clock.now()
+        self._do(self.state.key_up)
+
+    def force_listen(self) -> None:
+        self._do(self.state.force_listen)
+
+    def pause(self) -> None:
+        self._do(self.state.pause)
+
+    def resume(self) -> None:
+        self._do(self.state.resume)
+
+    def set_muted(self, on: bool) -> None:
+        with self._lock:
+            actions = self.state.mute(on, self.clock.now())
+        self._act(actions)
+
+    def set_mode(self, mode: CallMode) -> None:
+        with self._lock:
+            self.state.set_mode(mode)
+
+    def _do(self, transition: Callable[[float], list[Action]]) -> None:
+        with self._lock:
+            actions = transition(self.clock.now())
+        self._act(actions)
+
+    # ------------------------------------------------------------------ actions
+
+    def _act(self, actions: list[Action]) -> None:
+        before = self.state.phase
+        for action in actions:
+            if isinstance(action, BeginUtterance):
+                self._collecting = True
+                pre = np.concatenate(list(self._recent)) if self._recent else np.zeros(0, np.float32)
+                self.transcriber.begin(pre, lambda text: self._emit(CallEvent("partial", text)))
+            elif isinstance(action, EndUtterance):
+                self._collecting = False
+                end_t = self._pending_end_t if self._pending_end_t is not None else self.clock.now()
+                self.transcriber.finish(lambda text, ms, end_t=end_t: self._transcribed(text, ms, end_t))
+            elif isinstance(action, CancelUtterance):
+                self._collecting = False
+                self.transcriber.cancel()
+            elif isinstance(action, SendTurn):
+                self._spawn(self._run_reply(action.text))
+            elif isinstance(action, StopReply):
+                self._stop_reply(action.reason)
+            elif isinstance(action, EndCall):
+                self._spawn(self._close(action.reason))
+        if self.state.phase is not before:
+            self._emit(CallEvent("phase", phase=self.state.phase))
+
+    def _transcribed(self, text: str, asr_ms: float, end_t: float) -> None:
+        """The final transcript of an utterance (on the transcriber's thread)."""
+        with self._lock:
+            self._last_asr = (text, asr_ms, end_t)
+            actions = self.state.transcript(text, self.clock.now())
+        if text.strip():
+            self._emit(CallEvent("user", text.strip()))
+        self._act(actions)
+
+    def _spawn(self, coro: Any) -> None:
+        loop = self._loop
+        if loop is None:
+            coro.close()
+            return
+
+        def create() -> None:
+            task = loop.create_task(coro)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            create()
+        else:
+            loop.call_soon_threadsafe(create)
+
+    # ------------------------------------------------------------------ the reply (asyncio loop)
+
+    async def _run_reply(self, text: str) -> None:
+        text_, asr_ms, end_t = getattr(self, "_last_asr", (text, None, None))
+        metrics = TurnMetrics(len(self.turns) + 1, text, end_t, asr_ms)
+        self.turns.append(metrics)
+        reply = self._reply = _Reply(metrics=metrics)
+        reply.task = asyncio.current_task()
+        try:
+            await _drain(self.gateway.append_input(self.session_id, [{"role": "user", "content": text}]))
+            stream = self.gateway.generate_stream(self.session_id, self.params)
+            reply.request_id = stream.request_id
+            if self.state.phase is not CallPhase.THINKING:  # cut while the input was read: not a word
+                await self._cancel(stream.request_id)
+                await _drain(stream)
+                return
+            self.voice.speak_begin(stream.request_id)
+            async for event in stream:
+                if isinstance(event, ChunkEvent) and event.text_delta:
+                    metrics.assistant_text += event.text_delta
+                    self.voice.speak_delta(stream.request_id, event.text_delta)
+                    self._emit(CallEvent("assistant", event.text_delta))
+                elif isinstance(event, Done):
+                    s = event.stats
+                    metrics.ttft_ms, metrics.cached_tokens, metrics.new_tokens = s.ttft_ms, s.cached_tokens, s.new_tokens
+                    metrics.kv_tokens = s.input_tokens + s.generated_tokens
+                elif isinstance(event, ErrorEvent):
+                    raise OmnideskError(event.message, code=event.code)
+            self.voice.speak_end(stream.request_id)
+        except OmnideskError as exc:
+            log.warning("Call reply failed: %s", exc.message)
+            self._emit(CallEvent("error", exc.message))
+            if self._reply is reply:
+                self._do(self.state.reply_finished)
+        finally:
+            if metrics.heard is None:
+                self._emit(CallEvent("metrics", metrics=metrics))
+
+    def _stop_reply(self, reason: str) -> None:
+        """Silence now (any thread); cancel and trim the context on the loop."""
+        reply = self._reply
+        if reply.request_id is not None:
+            self.voice.stop(reply.request_id)  # the speaker is silent within one audio block
+        self._spawn(self._cut(reply, reason))
+
+    async def _cut(self, reply: _Reply, reason: str) -> None:
+        if reply.request_id is not None:
+            await self._cancel(reply.request_id)
+        if reply.task is not None and reply.task is not asyncio.current_task():
+            await asyncio.gather(reply.task, return_exceptions=True)
+        if reply.request_id is None:
+            return
+        heard = self.voice.heard(reply.request_id)
+        reply.metrics.heard = heard
+        try:
+            await self.gateway.truncate_reply(self.session_id, heard)
+        except OmnideskError as exc:  # nothing generated yet, or the session is gone
+            log.info("Nothing truncated after a %s: %s", reason, exc.message)
+        self._emit(CallEvent("cut", heard))
+        self._emit(CallEvent("metrics", metrics=reply.metrics))
+
+    async def _cancel(self, request_id: str) -> None:
+        try:
+            await self.gateway.cancel(request_id)
+        except OmnideskError:
+            pass  # it ended meanwhile
+
+    async def _close(self, reason: str) -> None:
+        self.voice.remove_listener(self._on_voice)
+        for task in [t for t in self._tasks if t is not asyncio.current_task()]:
+            await asyncio.gather(task, return_exceptions=True)
+        if self.session_id is not None:
+            try:
+                await self.gateway.end_session(self.session_id)
+            except OmnideskError as exc:
+                log.info("Ending the call's session: %s", exc.message)
+        self.mic.close()
+        self._emit(CallEvent("ended", reason))
+
+    # ------------------------------------------------------------------ the voice (its threads)
+
+    def _on_voice(self, event: VoiceEvent) -> None:
+        reply = self._reply
+        if event.request_id is None or event.request_id != reply.request_id or event.replay:
+            return
+        if event.kind is VoiceEventKind.STARTED:
+            reply.metrics.first_audio_t = self.voice.first_audio_at(event.request_id) or self.clock.now()
+            self._do(self.state.reply_started)
+        elif event.kind in (VoiceEventKind.FINISHED, VoiceEventKind.FAILED) and not event.stopped:
+            self._do(self.state.reply_finished)
+
+    def _emit(self, event: CallEvent) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("call listener failed on %s", event.kind)
+
+
+async def _drain(stream: Any) -> None:
+    last = None
+    async for event in stream:
+        last = event
+    if isinstance(last, ErrorEvent):
+        raise OmnideskError(last.message, code=last.code, retryable=last.retryable)

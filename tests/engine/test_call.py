@@ -1,0 +1,176 @@
+"""A voice call end to end on a virtual clock (issue 10): scripted microphone frames, an energy
+voice-activity detector and a scripted transcriber (the real VAD/ASR have their own tests), the
+real gateway over a thread host with the tiny model, the real Voice speaking through espeak into
+the fake speaker. A turn is answered aloud; speech over the reply cuts it within one audio block
+and the session keeps only what was heard; the next turn extends the same session's KV."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from gw_helpers import run
+
+from desktop.engine.call import Call, CallEvent
+from desktop.engine.call_state import CallMode, CallPhase
+from desktop.engine.gateway import Gateway
+from desktop.engine.voice import Voice
+from desktop.media.clock import VirtualClock
+from desktop.media.fake_audio import FakeAudioOutput
+from desktop.model.loader import ModelSpec
+from desktop.model.params import SamplingParams
+from desktop.model.tts import EspeakTTS
+from desktop.workers.config import WorkerConfig
+from desktop.workers.thread_host import ThreadHost
+
+RATE, FRAME = 16000, 320
+SPEAKER_RATE = 22050
+
+
+@dataclass
+class Frames:
+    samples: np.ndarray
+    times: np.ndarray
+    levels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
+class ScriptedMic:
+    """Frames pushed by the test, stamped with the virtual clock's time."""
+
+    sample_rate = RATE
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock, self.pending, self.closed = clock, [], False
+
+    def start(self) -> None:
+        pass
+
+    def push(self, loud: bool) -> None:
+        x = (np.random.default_rng(len(self.pending)).standard_normal(FRAME) * (0.3 if loud else 0.0)).astype(np.float32)
+        self.pending.append((x, self.clock.now()))
+
+    def read(self, max_frames=None, timeout: float = 0.0) -> Frames:
+        got, self.pending = self.pending, []
+        if not got:
+            return Frames(np.zeros((0, FRAME), np.float32), np.zeros(0), np.zeros(0, np.float32))
+        return Frames(np.stack([g[0] for g in got]), np.array([g[1] for g in got]),
+                      np.array([-10.0 if np.any(g[0]) else -100.0 for g in got], np.float32))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class EnergyDetector:
+    """Speech = a frame with energy; the end after `hang` quiet frames."""
+
+    def __init__(self, hang: int = 10) -> None:
+        self.hang, self.speaking, self.quiet, self.last = hang, False, 0, 0.0
+
+    def feed(self, samples, t):
+        if np.any(samples):
+            self.quiet, self.last = 0, t + FRAME / RATE
+            if not self.speaking:
+                self.speaking = True
+                return [("start", t)]
+        elif self.speaking:
+            self.quiet += 1
+            if self.quiet >= self.hang:
+                self.speaking = False
+                return [("end", self.last)]
+        return []
+
+    def reset(self) -> None:
+        self.speaking = False
+
+
+class ScriptedTranscriber:
+    def __init__(self, texts: list[str]) -> None:
+        self.texts, self.began, self.fed = list(texts), 0, 0
+
+    def begin(self, pre_roll, on_partial) -> None:
+        self.began += 1
+        on_partial("…")
+
+    def feed(self, samples) -> None:
+        self.fed += samples.size
+
+    def finish(self, on_text) -> None:
+        text = self.texts.pop(0)
+        threading.Thread(target=on_text, args=(text, 12.5)).start()
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_a_call_answers_aloud_is_cut_by_speech_and_keeps_what_was_heard():
+    async def main() -> None:
+        clock = VirtualClock()
+        speaker = FakeAudioOutput(clock, device_rate=SPEAKER_RATE, pre_roll_ms=40)
+        speaker.start()
+        voice = Voice(lambda: EspeakTTS(rate_wpm=260), speaker, clock=clock)
+        gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
+        await gw.start()
+        assert await gw.wait_ready(timeout=60)
+        mic = ScriptedMic(clock)
+        asr = ScriptedTranscriber(["Tell me a story.", "Stop, another one.", "Thanks."])
+        call = Call(gw, mic, voice, EnergyDetector(), asr, clock=clock,
+                    params=SamplingParams(max_tokens=40, ignore_eos=True))
+        events: list[CallEvent] = []
+        call.listeners.append(events.append)
+        await call.start()
+
+        async def frames(n: int, loud: bool) -> None:
+            for _ in range(n):
+                mic.push(loud)
+                clock.advance(FRAME / RATE)
+                speaker.pump()
+                call.pump()
+                await asyncio.sleep(0.002)  # the gateway, worker and voice threads run in real time
+
+        async def until(phase: CallPhase, limit: int = 1500) -> None:
+            for _ in range(limit):
+                if call.phase is phase:
+                    return
+                await frames(1, False)
+            raise AssertionError(f"never {phase}; at {call.phase}; events {[e.kind for e in events][-20:]}")
+
+        await frames(25, True)  # 0.5 s of speech
+        assert call.phase is CallPhase.USER_SPEAKING and asr.began == 1 and asr.fed > 0
+        await until(CallPhase.SPEAKING)  # VAD end → transcript → reply → its first audio
+        first = call.turns[0]
+        assert first.user_text == "Tell me a story." and first.asr_ms == 12.5
+        assert first.eos_to_audio_ms is not None and first.eos_to_audio_ms > 0
+        await frames(40, False)  # 0.8 s of the reply heard
+        played_before = np.abs(speaker.played()).sum()
+        await frames(3, True)  # the user talks over it
+        assert call.phase is CallPhase.USER_SPEAKING and call.state.barge_ins == 1
+        await frames(2, True)
+        quiet = speaker.played()[-int(SPEAKER_RATE * 0.04):]
+        assert np.abs(quiet).max() == 0  # silent within a block or two of the speech onset
+        assert np.abs(speaker.played()).sum() >= played_before
+        for _ in range(400):
+            if first.heard is not None:
+                break
+            await frames(1, True)
+        assert first.heard is not None and first.heard and first.assistant_text
+        assert any(e.kind == "cut" and e.text == first.heard for e in events)
+        await frames(10, False)
+        await until(CallPhase.SPEAKING)
+        second = call.turns[1]
+        assert second.user_text == "Stop, another one."
+        assert second.cached_tokens > 0 and second.new_tokens < 40  # the session's KV was kept and extended
+        await call.end()
+        assert call.phase is CallPhase.ENDED and mic.closed and events[-1].kind == "ended"
+        assert {e.kind for e in events} >= {"phase", "level", "partial", "user", "assistant", "cut", "metrics", "ended"}
+        await gw.close()
+        voice.close()
+        speaker.close()
+
+    run(main(), timeout=120)
