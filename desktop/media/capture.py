@@ -24,7 +24,8 @@ class Capture:
     sample_rate = SAMPLE_RATE
     frame_samples = FRAME_SAMPLES
 
-    def __init__(self, device_rate: int, *, capacity_s: float = 10.0, quality: str = QUALITY) -> None:
+    def __init__(self, device_rate: int, *, capacity_s: float = 10.0,
+                 quality: str = QUALITY) -> None:  # fmt: skip
         self.device_rate = int(device_rate)
         self._ring = FrameRing(max(2, int(round(capacity_s / FRAME_S))))
         self._rs: Any = None

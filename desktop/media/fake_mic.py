@@ -32,7 +32,8 @@ class SpeakerLoopback:
     def __init__(self, speaker: FakeAudioOutput, rate: int, delay_s: float, gain: float) -> None:
         if not speaker.record:
             raise ValueError("loopback needs a FakeAudioOutput created with record=True")
-        self.speaker, self.rate, self.delay_s, self.gain = speaker, int(rate), float(delay_s), float(gain)
+        self.speaker, self.rate = speaker, int(rate)
+        self.delay_s, self.gain = float(delay_s), float(gain)
         self._rs: Any = None
         if speaker.device_rate != self.rate:
             import soxr
@@ -85,8 +86,9 @@ class FakeMicrophone(Capture):
     start. `pump(until)` captures every block complete by `until`; `start(thread=True)` does it
     on a background thread."""
 
-    def __init__(self, clock: Clock | None = None, *, device_rate: int = 48000, block_ms: float = 20,
-                 capacity_s: float = 10.0, quality: str = QUALITY) -> None:  # fmt: skip
+    def __init__(self, clock: Clock | None = None, *, device_rate: int = 48000,
+                 block_ms: float = 20, capacity_s: float = 10.0,
+                 quality: str = QUALITY) -> None:  # fmt: skip
         super().__init__(device_rate, capacity_s=capacity_s, quality=quality)
         self.clock: Clock = clock or RealClock()
         self.block_frames = max(1, int(round(block_ms * self.device_rate / 1000)))
@@ -138,7 +140,8 @@ class FakeMicrophone(Capture):
         with self._lock:
             return self._end_t
 
-    def loopback(self, speaker: FakeAudioOutput, delay_ms: float = 30.0, gain: float = 0.5) -> SpeakerLoopback:
+    def loopback(self, speaker: FakeAudioOutput, delay_ms: float = 30.0,
+                 gain: float = 0.5) -> SpeakerLoopback:  # fmt: skip
         """Also hear `speaker` (record=True) as a room would: its output `delay_ms` later, times
         `gain`. The echo test's far end."""
         tap = SpeakerLoopback(speaker, self.device_rate, delay_ms / 1000, gain)

@@ -16,7 +16,8 @@ import numpy as np
 
 from desktop.media.capture import QUALITY, Capture
 from desktop.media.clock import Clock, RealClock
-from desktop.media.devices import NO_INPUT, AudioDevice, AudioUnavailable, import_sounddevice, input_devices
+from desktop.media.devices import (NO_INPUT, AudioDevice, AudioUnavailable, import_sounddevice,
+                                   input_devices)
 
 __all__ = ["MicUnavailable", "Microphone", "find_input", "input_available", "input_problem"]
 log = logging.getLogger(__name__)
@@ -79,7 +80,8 @@ class Microphone(Capture):
                  latency: str | float = "low", quality: str = QUALITY) -> None:  # fmt: skip
         self._sd = _sounddevice()
         self.device = find_input(device)
-        super().__init__(int(self.device.default_samplerate), capacity_s=capacity_s, quality=quality)
+        rate = int(self.device.default_samplerate)
+        super().__init__(rate, capacity_s=capacity_s, quality=quality)
         self.clock: Clock = clock or RealClock()
         self.latency = latency
         self.channels = max(1, min(2, self.device.channels))
