@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 SAMPLE_RATE = 16000
-FRAME_SAMPLES = 320  # 20 ms at 16 kHz: silero-vad takes 512, webrtc AEC 160 — both divide evenly
+FRAME_SAMPLES = 320  # 20 ms at 16 kHz: two 10 ms blocks for webrtc AEC; silero-vad re-chunks to 512
 FRAME_S = FRAME_SAMPLES / SAMPLE_RATE
 SILENCE_DB = -100.0  # level of an all-zero frame
 
