@@ -4,6 +4,7 @@ turned into `SpeechStart` / `SpeechEnd` events stamped with the clock times of t
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +88,9 @@ def _session() -> Any:
             from silero_vad import load_silero_vad
         finally:
             torch.set_num_threads(threads)  # importing silero_vad sets it to 1 process-wide
-        return load_silero_vad(onnx=True).session
+        with warnings.catch_warnings():  # silero's own importlib.resources.path deprecation
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return load_silero_vad(onnx=True).session
     except ImportError as exc:
         raise VADUnavailable("silero-vad is not installed (pip install silero-vad) — voice calls are off") from exc
     except Exception as exc:  # corrupt model file, onnxruntime failure
