@@ -61,6 +61,7 @@ class PartialTranscriber:
             self._voiced_end = 0  # sample index just after the last voiced sample
             self._was_voiced = False
             self._asked = 0  # audio length of the newest request
+            self._fresh = 0  # voiced samples fed since the newest request
             self._want: int | None = None  # waiting request (audio length)
             self._running: int | None = None  # audio length of the pass in flight
             self._done: tuple[int, Transcript] | None = None  # newest finished pass
@@ -82,7 +83,8 @@ class PartialTranscriber:
             self._n = end
             if voiced:
                 self._voiced_end, self._was_voiced = end, True
-                if end - self._asked >= self.interval:
+                self._fresh += samples.size
+                if self._fresh >= self.interval:
                     self._request()
             elif self._was_voiced:  # a pause begins: the speculative final pass
                 self._was_voiced = False
@@ -140,6 +142,7 @@ class PartialTranscriber:
 
     def _request(self) -> None:
         self._asked = self._want = min(self._n, self._voiced_end + self.tail)
+        self._fresh = 0
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(target=self._run, name="asr-partials", daemon=True)
             self._thread.start()
