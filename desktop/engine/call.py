@@ -34,7 +34,10 @@ LEVEL_EVERY_S = 0.05  # level meter events at most this often
 
 
 class Detector(Protocol):
-    """Voice activity: frames in, ("start" | "end", clock time of the first/last voiced sample) out."""
+    """Voice activity: frames in, ("start" | "end", clock time of the first/last voiced sample)
+    out; `voiced`: the latest audio is speech."""
+
+    voiced: bool
 
     def feed(self, samples: np.ndarray, t: float) -> list[tuple[str, float]]: ...
 
@@ -48,7 +51,7 @@ class Transcriber(Protocol):
 
     def begin(self, pre_roll: np.ndarray, on_partial: Callable[[str], None]) -> None: ...
 
-    def feed(self, samples: np.ndarray) -> None: ...
+    def feed(self, samples: np.ndarray, voiced: bool) -> None: ...
 
     def finish(self, on_text: Callable[[str, float], None]) -> None: ...
 
@@ -176,7 +179,7 @@ class Call:
                     actions = self.state.speech_end(at)
             self._act(actions)
         if self._collecting:
-            self.transcriber.feed(clean)
+            self.transcriber.feed(clean, self.detector.voiced)
 
     def _remember(self, clean: np.ndarray) -> None:
         self._recent.append(clean)

@@ -72,9 +72,11 @@ class EnergyDetector:
 
     def __init__(self, hang: int = 10) -> None:
         self.hang, self.speaking, self.quiet, self.last = hang, False, 0, 0.0
+        self.voiced = False
 
     def feed(self, samples, t):
-        if np.any(samples):
+        self.voiced = bool(np.any(samples))
+        if self.voiced:
             self.quiet, self.last = 0, t + FRAME / RATE
             if not self.speaking:
                 self.speaking = True
@@ -98,7 +100,7 @@ class ScriptedTranscriber:
         self.began += 1
         on_partial("…")
 
-    def feed(self, samples) -> None:
+    def feed(self, samples, voiced) -> None:
         self.fed += samples.size
 
     def finish(self, on_text) -> None:
