@@ -19,7 +19,7 @@ from desktop.ui.admin.panel import AdminPanel, Cancel
 from desktop.ui.icons import app_icon
 from desktop.ui.loading_banner import LoadingBanner
 from desktop.ui.nav import KEYS, NavBar
-from desktop.ui.placeholder import call_page, recordings_page
+from desktop.ui.placeholder import call_page as coming_soon_call, recordings_page
 from desktop.ui.plain import html_text
 from desktop.ui.shortcuts import ShortcutsDialog, sequence, window_shortcuts
 from desktop.ui.status_bar import StatusBar
@@ -39,7 +39,8 @@ class MainWindow(QMainWindow):
     closed = Signal()
 
     def __init__(self, settings: Settings, snapshot: Callable[[], Snapshot | None],
-                 cancel: Cancel | None = None, parent: QWidget | None = None) -> None:
+                 cancel: Cancel | None = None, parent: QWidget | None = None, *,
+                 call_page: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Omnidesk")
         self.setWindowIcon(app_icon())
@@ -63,7 +64,7 @@ class MainWindow(QMainWindow):
         self._chat_layout.addWidget(self.banner)
         self._chat_layout.addWidget(self.chat_page, 1)
         self.stack = QStackedWidget()
-        self.pages = {"chat": chat_area, "call": call_page(), "recordings": recordings_page(), "admin": self.admin}
+        self.pages = {"chat": chat_area, "call": coming_soon_call(), "recordings": recordings_page(), "admin": self.admin}
         for key in KEYS:
             self.stack.addWidget(self.pages[key])
         central = QWidget()
@@ -74,6 +75,8 @@ class MainWindow(QMainWindow):
         row.addWidget(self.stack, 1)
         self.setCentralWidget(central)
         self.nav.page_selected.connect(self._page_selected)
+        if call_page is not None:
+            self.set_call_page(call_page)
 
         self.actions: dict[str, QAction] = {}
         self._build_actions()
@@ -92,6 +95,19 @@ class MainWindow(QMainWindow):
         self._chat_layout.replaceWidget(old, page)
         old.setParent(None)
         old.deleteLater()
+        if hasattr(page, "status"):
+            page.status.connect(self.show_message)
+
+    def set_call_page(self, page: QWidget) -> None:
+        """Put the Call page (the "coming soon" one until then) in its place in the stack."""
+        old = self.pages["call"]
+        shown = self.stack.currentWidget() is old
+        self.stack.insertWidget(self.stack.indexOf(old), page)
+        self.stack.removeWidget(old)
+        old.deleteLater()
+        self.pages["call"] = page
+        if shown:
+            self.stack.setCurrentWidget(page)
         if hasattr(page, "status"):
             page.status.connect(self.show_message)
 

@@ -35,6 +35,8 @@ SHORTCUTS = (
     Shortcut("voice", "Ctrl+Shift+V", "Speak replies aloud: on or off", owner="voice", group="Chat"),
     Shortcut("rename", "F2", "Rename the selected conversation", owner="list", group="Conversation list"),
     Shortcut("delete", "Del", "Delete the selected conversation…", owner="list", group="Conversation list"),
+    Shortcut("call", "Ctrl+Enter", "Start or end the call", owner="call", group="Call"),
+    Shortcut("push_to_talk", "Space", "Hold to talk (push-to-talk mode)", grab=False, owner="call", group="Call"),
     Shortcut("page_chat", "Ctrl+1", "Go to Chat"),
     Shortcut("page_call", "Ctrl+2", "Go to Call"),
     Shortcut("page_recordings", "Ctrl+3", "Go to Recordings"),
@@ -43,7 +45,7 @@ SHORTCUTS = (
     Shortcut("shortcuts", "F1", "Keyboard shortcuts"),
     Shortcut("quit", "Ctrl+Q", "Quit"),
 )
-GROUPS = ("Chat", "Conversation list", "General")
+GROUPS = ("Chat", "Conversation list", "Call", "General")
 
 
 def find(action: str) -> Shortcut:

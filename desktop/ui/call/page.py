@@ -1,0 +1,375 @@
+"""The Call page: start or end a voice call, choose how turns pass (duplex, turn-taking,
+push-to-talk), mute, pause, "Listen now"; the phase, the microphone level, the live transcript
+and per-turn metrics. It drives a Qt-free Call (engine/call.py) that its owner starts for it."""
+
+from __future__ import annotations
+
+import time
+from contextlib import suppress
+from typing import Any, Awaitable, Callable
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from desktop.engine.call import Call, CallEvent
+from desktop.engine.call_state import CallMode, CallPhase
+from desktop.errors import OmnideskError
+from desktop.ui import shortcuts
+from desktop.ui.call.controls import CallControls, Stage
+from desktop.ui.call.indicator import PhaseIndicator
+from desktop.ui.call.level import LevelMeter
+from desktop.ui.call.metrics import MetricsModel, MetricsTable
+from desktop.ui.call.notice import CallNotice
+from desktop.ui.call.transcript import TranscriptView
+from desktop.ui.chat.style import muted
+from desktop.ui.chat.turn import Tasks
+
+StartCall = Callable[[CallMode], Awaitable[Call]]
+MicStatus = Callable[[], "str | None"]
+SPEECH = (CallPhase.USER_SPEAKING, CallPhase.TRANSCRIBING)
+
+
+class CallPage(QWidget):
+    """`start_call(mode)` opens a started Call (or raises OmnideskError with a plain message);
+    `mic_status()` is None when a microphone can be used, else why not (Start is then disabled
+    with that reason beside it). `status(text)` goes to the status bar. Call `shutdown()` before
+    the engine closes: it hangs up."""
+
+    status = Signal(str)
+    _event = Signal(object)  # (call, CallEvent) from the call's threads to this (Qt) thread
+
+    def __init__(self, start_call: StartCall, mic_status: MicStatus, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("callPage")
+        self._start_call, self._mic_status = start_call, mic_status
+        self.call: Any = None  # a Call (or a test's fake) while one runs
+        self.phase: CallPhase | None = None
+        self.stage = Stage.IDLE
+        self.tasks = Tasks()
+        self.mic_problem: str | None = mic_status()
+        self._talking = False  # push-to-talk held
+        self._cancel_start = False
+        self._began = 0.0
+
+        self.indicator = PhaseIndicator()
+        self.clock = QLabel()
+        self.clock.setStyleSheet(f"color: {muted(self).name()};")
+        self.meter = LevelMeter()
+        self.meter.setFixedWidth(200)
+        self.controls = CallControls()
+        self.notice = CallNotice()
+        self.transcript = TranscriptView()
+        self.metrics = MetricsModel(self)
+        self.table = MetricsTable(self.metrics)
+        self._build()
+        self._connect()
+        self._tick = QTimer(self)
+        self._tick.setInterval(1000)
+        self._tick.timeout.connect(self._show_clock)
+        self._sync()
+
+    def _build(self) -> None:
+        header = QHBoxLayout()
+        header.setSpacing(12)
+        header.addWidget(self.indicator)
+        header.addWidget(self.clock)
+        header.addStretch(1)
+        mic = QLabel("Microphone")
+        mic.setStyleSheet(f"color: {muted(self).name()};")
+        header.addWidget(mic)
+        header.addWidget(self.meter)
+        metrics_box = QWidget()
+        box = QVBoxLayout(metrics_box)
+        box.setContentsMargins(0, 6, 0, 0)
+        box.setSpacing(4)
+        title = QLabel("Turn metrics")
+        title.setObjectName("sectionTitle")
+        box.addWidget(title)
+        box.addWidget(self.table)
+        self.table.setMinimumHeight(self.table.verticalHeader().defaultSectionSize() * 3 + 30)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.transcript)
+        splitter.addWidget(metrics_box)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 16, 20, 16)
+        layout.setSpacing(12)
+        layout.addLayout(header)
+        layout.addWidget(self.controls)
+        layout.addWidget(self.notice)
+        layout.addWidget(splitter, 1)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def _connect(self) -> None:
+        c = self.controls
+        c.call_button.clicked.connect(self.toggle_call)
+        c.mode.currentIndexChanged.connect(lambda _i: self._mode_changed())
+        c.mute.toggled.connect(self._mute)
+        c.pause.clicked.connect(self._pause_or_resume)
+        c.listen.clicked.connect(lambda: self.call is not None and self.call.force_listen())
+        c.talk.pressed.connect(lambda: self._talk(True))
+        c.talk.released.connect(lambda: self._talk(False))
+        self._event.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
+        keys = {shortcuts.sequence("call"), QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Return)}
+        for seq in keys:  # Enter is Return and the keypad's Enter alike (see shortcuts.py)
+            sc = QShortcut(seq, self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            sc.activated.connect(self.toggle_call)
+        for child in self.findChildren(QWidget):  # Space talks wherever the focus is on the page
+            if child.focusPolicy() != Qt.FocusPolicy.NoFocus:
+                child.installEventFilter(self)
+
+    # ------------------------------------------------------------------ for the owner and tests
+
+    @property
+    def mode(self) -> CallMode:
+        return self.controls.chosen_mode
+
+    def set_mode(self, mode: CallMode) -> None:
+        self.controls.select_mode(mode)
+
+    def refresh_mic(self) -> None:
+        """Ask again whether a microphone can be used (a device may have been plugged in)."""
+        self.mic_problem = self._mic_status()
+        self._sync()
+
+    def toggle_call(self) -> None:
+        """Start/End (the button, Ctrl+Enter); while starting: cancel."""
+        if self.stage is Stage.IDLE:
+            self.start()
+        elif self.stage is Stage.STARTING:
+            self._cancel_start = True
+            self.stage = Stage.ENDING
+            self._sync()
+        elif self.stage is Stage.IN_CALL:
+            self.end()
+
+    def start(self) -> None:
+        if self.stage is not Stage.IDLE or self.mic_problem is not None:
+            return
+        self.stage, self._cancel_start = Stage.STARTING, False  # now: a second click cannot start twice
+        self.notice.clear()
+        self.transcript.log.clear()
+        self.transcript.refresh()
+        self.metrics.clear()
+        self.indicator.set_phase(None)
+        self.indicator.label.setText("Connecting…")
+        self._sync()
+        self.tasks.spawn(self._run_start(self.mode))
+
+    def end(self) -> None:
+        if self.stage is Stage.IN_CALL and self.call is not None:
+            self._talk(False)
+            self.stage = Stage.ENDING
+            self._sync()
+            self.tasks.spawn(self._run_end(self.call))
+
+    async def shutdown(self) -> None:
+        """Hang up (if a call runs) and wait for the page's tasks."""
+        if self.stage is Stage.STARTING:
+            self._cancel_start = True
+        self.end()
+        await self.tasks.wait()
+
+    # ------------------------------------------------------------------ the call's life
+
+    async def _run_start(self, mode: CallMode) -> None:
+        call = None
+        try:
+            call = await self._start_call(mode)
+        except OmnideskError as exc:
+            self.notice.show_error(exc.message)
+            self.mic_problem = self._mic_status()
+        finally:
+            if call is None:
+                self.stage = Stage.IDLE
+                self.indicator.set_phase(None)
+                self._sync()
+        if call is None:
+            return
+        if self._cancel_start:
+            await self._hang_up(call)
+            self.stage = Stage.IDLE
+            self.indicator.set_phase(None)
+            self._sync()
+            return
+        self.call, self.stage = call, Stage.IN_CALL
+        call.listeners.append(self._listener(call))
+        if self.mode is not mode:  # changed while connecting
+            call.set_mode(self.mode)
+        self._began = time.monotonic()
+        self._tick.start()
+        self._show_clock()
+        self._set_phase(call.phase)
+        self.setFocus()  # Space and Ctrl+Enter reach the page
+        self.status.emit("Call started")
+
+    async def _run_end(self, call: Any) -> None:
+        try:
+            await self._hang_up(call)
+        finally:
+            self._finished(call, "user")
+
+    async def _hang_up(self, call: Any) -> None:
+        try:
+            await call.end()
+        except OmnideskError as exc:
+            self.notice.show_error(f"The call did not end cleanly: {exc.message}")
+
+    def _finished(self, call: Any, reason: str) -> None:
+        """The call ended (hung up here, or by itself: idle timeout): back to idle."""
+        if call is not self.call:
+            return
+        for listener in [x for x in call.listeners if getattr(x, "page", None) is self]:
+            call.listeners.remove(listener)
+        self._talking = False
+        self.call, self.stage = None, Stage.IDLE
+        self._tick.stop()
+        self.meter.reset()
+        self.transcript.log.drop_partial()
+        self.transcript.refresh()
+        self._set_phase(CallPhase.ENDED)
+        if reason == "idle":
+            minutes = getattr(getattr(call, "state", None), "idle_timeout_s", None)
+            after = f"after {minutes / 60:.0f} minutes" if minutes and minutes >= 120 else "after a while"
+            self.notice.show_info(f"The call ended: nobody spoke {after}.")
+        self.status.emit("Call ended")
+
+    def _listener(self, call: Any) -> Callable[[CallEvent], None]:
+        def listen(event: CallEvent) -> None:  # the call's threads
+            try:
+                self._event.emit((call, event))
+            except RuntimeError:  # the page is gone
+                with suppress(ValueError):
+                    call.listeners.remove(listen)
+
+        listen.page = self  # type: ignore[attr-defined]
+        return listen
+
+    # ------------------------------------------------------------------ events (Qt thread)
+
+    def _on_event(self, item: tuple[Any, CallEvent]) -> None:
+        call, event = item
+        if call is not self.call:
+            return  # a call that has ended here already
+        kind, log = event.kind, self.transcript.log
+        if kind == "phase" and event.phase is not None:
+            self._set_phase(event.phase)
+        elif kind == "level":
+            self.meter.set_db(event.value)
+        elif kind == "partial":
+            if self.phase in SPEECH and event.text.strip():
+                log.partial(event.text.strip())
+                self.transcript.refresh()
+        elif kind == "user":
+            log.user(event.text)
+            self.transcript.refresh()
+        elif kind == "assistant":
+            log.assistant(event.text)
+            self.transcript.refresh()
+        elif kind == "cut":
+            log.cut(event.text)
+            self.transcript.refresh()
+        elif kind == "metrics" and event.metrics is not None:
+            self.metrics.add(event.metrics)
+        elif kind == "error":
+            self.notice.show_error(event.text)
+            self.status.emit(event.text)
+        elif kind == "ended":
+            self._finished(call, event.text)
+
+    def _set_phase(self, phase: CallPhase) -> None:
+        self.phase = phase
+        self.indicator.set_phase(phase)
+        if phase not in SPEECH and phase is not CallPhase.THINKING:
+            self.transcript.log.drop_partial()  # an utterance with no words
+            self.transcript.refresh()
+        if phase in (CallPhase.PAUSED, CallPhase.ENDED):
+            self.meter.set_db(-120.0)
+        self._sync()
+
+    def _sync(self) -> None:
+        self.controls.show_state(self.stage, self.phase, self.mic_problem)
+        self.meter.setEnabled(self.stage is Stage.IN_CALL)
+        self.clock.setVisible(self.stage is Stage.IN_CALL)
+
+    def _show_clock(self) -> None:
+        seconds = int(time.monotonic() - self._began)
+        self.clock.setText(f"{seconds // 60}:{seconds % 60:02d}")
+
+    # ------------------------------------------------------------------ buttons and keys
+
+    def _mode_changed(self) -> None:
+        if self.mode is not CallMode.PUSH_TO_TALK:
+            self._talk(False)
+        if self.call is not None:
+            self.call.set_mode(self.mode)
+            self.status.emit(f"Mode: {self.controls.mode.currentText()}")
+        self._sync()
+
+    def _mute(self, on: bool) -> None:
+        if self.call is None:
+            return
+        self._talk(False)
+        self.call.set_muted(on)
+        self.meter.set_muted(on)
+        self.status.emit("Microphone muted" if on else "Microphone on")
+        self._sync()
+
+    def _pause_or_resume(self) -> None:
+        if self.call is None:
+            return
+        if self.phase is CallPhase.PAUSED:
+            self.call.resume()
+        else:
+            self._talk(False)
+            self.call.pause()
+
+    def _talk(self, down: bool) -> None:
+        """Push-to-talk pressed or released (Space or Hold to talk): key_down/key_up once each."""
+        if down == self._talking:
+            return
+        if down and (self.call is None or self.mode is not CallMode.PUSH_TO_TALK or self.stage is not Stage.IN_CALL):
+            return
+        self._talking = down
+        if self.call is not None:
+            (self.call.key_down if down else self.call.key_up)()
+
+    def _space(self, event: QKeyEvent) -> bool:
+        """Space during a push-to-talk call is the talk key (held: auto-repeats ignored)."""
+        if event.key() != Qt.Key.Key_Space or self.call is None or self.mode is not CallMode.PUSH_TO_TALK:
+            return False
+        if not event.isAutoRepeat():
+            self._talk(event.type() == QEvent.Type.KeyPress)
+        return True
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease) and self._space(event):
+            return True  # not a click of the focused button
+        return super().eventFilter(watched, event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if not self._space(event):
+            super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event: QKeyEvent) -> None:
+        if not self._space(event):
+            super().keyReleaseEvent(event)
+
+    def showEvent(self, event: Any) -> None:
+        if self.stage is Stage.IDLE:
+            self.refresh_mic()
+        else:
+            self.setFocus()
+        super().showEvent(event)
+
+    def hideEvent(self, event: Any) -> None:
+        self._talk(False)  # a key released elsewhere never comes back here
+        super().hideEvent(event)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.ActivationChange and not self.isActiveWindow():
+            self._talk(False)
+        super().changeEvent(event)
