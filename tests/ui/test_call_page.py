@@ -145,7 +145,7 @@ def test_idle_page_offers_start(make_page, screenshot):
     assert not c.mute.isEnabled() and not c.pause.isEnabled() and not c.listen.isEnabled()
     assert not c.reason.isVisible() and not c.talk.isVisible()
     assert [c.mode.itemText(i) for i in range(c.mode.count())] == ["Full duplex", "Turn-taking", "Push-to-talk"]
-    assert page.transcript.placeholderText()
+    assert page.transcript.placeholderText().startswith("Start a call")
     screenshot(page, "call_idle")
 
 
@@ -274,12 +274,13 @@ def _key(widget, kind: QEvent.Type, repeat: bool = False) -> None:
     QApplication.sendEvent(widget, QKeyEvent(kind, Qt.Key.Key_Space, Qt.KeyboardModifier.NoModifier, " ", repeat))
 
 
-def test_push_to_talk_space_held_calls_key_down_and_up_once(make_page, aloop):
+def test_push_to_talk_space_held_calls_key_down_and_up_once(make_page, aloop, screenshot):
     owner = Owner()
     page = make_page(owner)
     page.set_mode(CallMode.PUSH_TO_TALK)
     call = started(aloop, page, owner)
     assert owner.modes == [CallMode.PUSH_TO_TALK]
+    assert "Hold Space" in page.transcript.placeholderText()
     _key(page, QEvent.Type.KeyPress)
     for _ in range(5):  # held: the platform repeats the key
         _key(page, QEvent.Type.KeyRelease, repeat=True)
@@ -294,6 +295,7 @@ def test_push_to_talk_space_held_calls_key_down_and_up_once(make_page, aloop):
     # Hold to talk, with the mouse
     talk = page.controls.talk
     assert talk.isVisible() and talk.isEnabled()
+    screenshot(page, "call_push_to_talk")
     QTest.mousePress(talk, Qt.MouseButton.LeftButton)
     QTest.mouseRelease(talk, Qt.MouseButton.LeftButton)
     assert call.names()[-2:] == ["key_down", "key_up"]

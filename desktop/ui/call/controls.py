@@ -10,7 +10,6 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSize
 
 from desktop.engine.call_state import CallMode, CallPhase
 from desktop.ui import shortcuts
-from desktop.ui.chat.style import muted
 
 MODES = (
     (CallMode.DUPLEX, "Full duplex", "Talk any time; talking over the assistant interrupts it"),
@@ -59,13 +58,14 @@ class CallControls(QWidget):
         self.pause.setToolTip("Stop listening and speaking for a while; the conversation is kept")
         self.listen = QPushButton("Listen now")
         self.listen.setToolTip("Stop the assistant's answer and listen to you")
-        self.talk = QPushButton("Hold to talk")
-        self.talk.setToolTip(f"Hold while you speak — or hold {shortcuts.native('push_to_talk')}")
+        self.talk = QPushButton(f"Hold to talk ({shortcuts.native('push_to_talk')})")
+        self.talk.setToolTip("Hold while you speak; let go when you are done")
         self.reason = QLabel()
         self.reason.setTextFormat(Qt.TextFormat.PlainText)
         self.reason.setWordWrap(True)
-        self.reason.setStyleSheet(f"color: {muted(self).name()};")
-        self.reason.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setRetainSizeWhenHidden(True)
+        self.reason.setSizePolicy(policy)
         row.addWidget(self.call_button)
         row.addSpacing(8)
         row.addWidget(QLabel("Mode:"))
@@ -73,7 +73,8 @@ class CallControls(QWidget):
         row.addSpacing(8)
         for button in (self.mute, self.pause, self.listen, self.talk):
             row.addWidget(button)
-        row.addWidget(self.reason, 1)
+        row.addSpacing(8)
+        row.addWidget(self.reason, 1)  # the row's spare room, shown or not: the buttons keep their size
 
     @property
     def chosen_mode(self) -> CallMode:

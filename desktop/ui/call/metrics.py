@@ -37,6 +37,13 @@ COLUMNS: tuple[tuple[str, str, Callable[[TurnMetrics], str]], ...] = (
 )
 
 
+TABLE_CSS = """
+QHeaderView::section { padding: 4px 8px; border: none; border-bottom: 1px solid palette(mid);
+                       background: palette(button); font-weight: bold; }
+QTableView::item { padding: 0px 8px; }
+"""
+
+
 class MetricsModel(QAbstractTableModel):
     """Rows of TurnMetrics (copies: the call's own objects belong to its threads)."""
 
@@ -101,6 +108,7 @@ class MetricsTable(QTableView):
         super().__init__(parent)
         self.setModel(model)
         self.setObjectName("callMetrics")
+        self.setStyleSheet(TABLE_CSS)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setAlternatingRowColors(True)

@@ -8,8 +8,8 @@ import time
 from contextlib import suppress
 from typing import Any, Awaitable, Callable
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from desktop.engine.call import Call, CallEvent
@@ -21,7 +21,8 @@ from desktop.ui.call.indicator import PhaseIndicator
 from desktop.ui.call.level import LevelMeter
 from desktop.ui.call.metrics import MetricsModel, MetricsTable
 from desktop.ui.call.notice import CallNotice
-from desktop.ui.call.transcript import TranscriptView
+from desktop.ui.call.ptt import PushToTalk
+from desktop.ui.call.transcript import TranscriptView, empty_hint
 from desktop.ui.chat.style import muted
 from desktop.ui.chat.turn import Tasks
 
@@ -48,7 +49,6 @@ class CallPage(QWidget):
         self.stage = Stage.IDLE
         self.tasks = Tasks()
         self.mic_problem: str | None = mic_status()
-        self._talking = False  # push-to-talk held
         self._cancel_start = False
         self._began = 0.0
 
@@ -62,6 +62,7 @@ class CallPage(QWidget):
         self.transcript = TranscriptView()
         self.metrics = MetricsModel(self)
         self.table = MetricsTable(self.metrics)
+        self.ptt = PushToTalk(self._talk_target, self)
         self._build()
         self._connect()
         self._tick = QTimer(self)
@@ -110,16 +111,14 @@ class CallPage(QWidget):
         c.mute.toggled.connect(self._mute)
         c.pause.clicked.connect(self._pause_or_resume)
         c.listen.clicked.connect(lambda: self.call is not None and self.call.force_listen())
-        c.talk.pressed.connect(lambda: self._talk(True))
-        c.talk.released.connect(lambda: self._talk(False))
+        c.talk.pressed.connect(self.ptt.press)
+        c.talk.released.connect(self.ptt.release)
         self._event.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
         keys = {shortcuts.sequence("call"), QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Return)}
         for seq in keys:  # Enter is Return and the keypad's Enter alike (see shortcuts.py)
             sc = QShortcut(seq, self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
             sc.activated.connect(self.toggle_call)
-        for child in self.findChildren(QWidget):  # Space talks wherever the focus is on the page
-            if child.focusPolicy() != Qt.FocusPolicy.NoFocus:
-                child.installEventFilter(self)
+        self.ptt.watch(w for w in self.findChildren(QWidget) if w.focusPolicy() != Qt.FocusPolicy.NoFocus)
 
     # ------------------------------------------------------------------ for the owner and tests
 
@@ -161,7 +160,7 @@ class CallPage(QWidget):
 
     def end(self) -> None:
         if self.stage is Stage.IN_CALL and self.call is not None:
-            self._talk(False)
+            self.ptt.release()
             self.stage = Stage.ENDING
             self._sync()
             self.tasks.spawn(self._run_end(self.call))
@@ -224,7 +223,7 @@ class CallPage(QWidget):
             return
         for listener in [x for x in call.listeners if getattr(x, "page", None) is self]:
             call.listeners.remove(listener)
-        self._talking = False
+        self.ptt.forget()
         self.call, self.stage = None, Stage.IDLE
         self._tick.stop()
         self.meter.reset()
@@ -294,6 +293,7 @@ class CallPage(QWidget):
         self.controls.show_state(self.stage, self.phase, self.mic_problem)
         self.meter.setEnabled(self.stage is Stage.IN_CALL)
         self.clock.setVisible(self.stage is Stage.IN_CALL)
+        self.transcript.setPlaceholderText(empty_hint(self.stage is Stage.IN_CALL, self.mode))
 
     def _show_clock(self) -> None:
         seconds = int(time.monotonic() - self._began)
@@ -303,7 +303,7 @@ class CallPage(QWidget):
 
     def _mode_changed(self) -> None:
         if self.mode is not CallMode.PUSH_TO_TALK:
-            self._talk(False)
+            self.ptt.release()
         if self.call is not None:
             self.call.set_mode(self.mode)
             self.status.emit(f"Mode: {self.controls.mode.currentText()}")
@@ -312,7 +312,7 @@ class CallPage(QWidget):
     def _mute(self, on: bool) -> None:
         if self.call is None:
             return
-        self._talk(False)
+        self.ptt.release()
         self.call.set_muted(on)
         self.meter.set_muted(on)
         self.status.emit("Microphone muted" if on else "Microphone on")
@@ -324,39 +324,13 @@ class CallPage(QWidget):
         if self.phase is CallPhase.PAUSED:
             self.call.resume()
         else:
-            self._talk(False)
+            self.ptt.release()
             self.call.pause()
 
-    def _talk(self, down: bool) -> None:
-        """Push-to-talk pressed or released (Space or Hold to talk): key_down/key_up once each."""
-        if down == self._talking:
-            return
-        if down and (self.call is None or self.mode is not CallMode.PUSH_TO_TALK or self.stage is not Stage.IN_CALL):
-            return
-        self._talking = down
-        if self.call is not None:
-            (self.call.key_down if down else self.call.key_up)()
-
-    def _space(self, event: QKeyEvent) -> bool:
-        """Space during a push-to-talk call is the talk key (held: auto-repeats ignored)."""
-        if event.key() != Qt.Key.Key_Space or self.call is None or self.mode is not CallMode.PUSH_TO_TALK:
-            return False
-        if not event.isAutoRepeat():
-            self._talk(event.type() == QEvent.Type.KeyPress)
-        return True
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease) and self._space(event):
-            return True  # not a click of the focused button
-        return super().eventFilter(watched, event)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        if not self._space(event):
-            super().keyPressEvent(event)
-
-    def keyReleaseEvent(self, event: QKeyEvent) -> None:
-        if not self._space(event):
-            super().keyReleaseEvent(event)
+    def _talk_target(self) -> Any:
+        """The call Space talks to: only during a push-to-talk call."""
+        in_ptt = self.stage is Stage.IN_CALL and self.mode is CallMode.PUSH_TO_TALK
+        return self.call if in_ptt else None
 
     def showEvent(self, event: Any) -> None:
         if self.stage is Stage.IDLE:
@@ -364,12 +338,3 @@ class CallPage(QWidget):
         else:
             self.setFocus()
         super().showEvent(event)
-
-    def hideEvent(self, event: Any) -> None:
-        self._talk(False)  # a key released elsewhere never comes back here
-        super().hideEvent(event)
-
-    def changeEvent(self, event: QEvent) -> None:
-        if event.type() == QEvent.Type.ActivationChange and not self.isActiveWindow():
-            self._talk(False)
-        super().changeEvent(event)

@@ -9,10 +9,20 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
+from desktop.engine.call_state import CallMode
 from desktop.ui.chat.style import muted
 
 EMPTY_HINT = ("Start a call and talk: the assistant answers aloud, and stops as soon as you talk over it. "
               "What you both say appears here.")
+
+
+def empty_hint(in_call: bool, mode: CallMode) -> str:
+    """What the empty transcript says: how to begin."""
+    if not in_call:
+        return EMPTY_HINT
+    if mode is CallMode.PUSH_TO_TALK:
+        return "Hold Space (or Hold to talk) while you speak — your words appear here."
+    return "Say something — your words appear here as you speak."
 
 
 @dataclass(slots=True)
