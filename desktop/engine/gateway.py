@@ -21,7 +21,7 @@ from desktop.engine.intake import EventIntake
 from desktop.engine.sessions import SessionTable
 from desktop.engine.streams import Request, RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed
-from desktop.model.messages import Message, char_limit, history_hash, parse_messages, prefix_hashes
+from desktop.model.messages import Message, char_limit, history_hash, parse_messages
 from desktop.model.params import SamplingParams, as_params
 from desktop.protocol import WorkerHost, WorkerState
 
@@ -93,8 +93,7 @@ class Gateway(EventIntake):
         msgs = parse_messages(messages, self._max_chars())
         params = as_params(params)
         rid = self._new_id(request_id)
-        entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs),
-                      hashes=tuple(prefix_hashes(msgs)))
+        entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs))
         return self._enqueue(entry, msgs)
 
     async def create_session(self, system: str | None = None) -> str:
@@ -102,8 +101,7 @@ class Gateway(EventIntake):
         system = check_system(system, self._max_chars())
         sid = f"s-{uuid.uuid4().hex[:12]}"
         rid = f"create-{sid}"
-        hashes = tuple(prefix_hashes([Message("system", system)])) if system else ()
-        entry = Entry(rid, CreateSession(rid, sid, system), self._future(), session_id=sid, hashes=hashes)
+        entry = Entry(rid, CreateSession(rid, sid, system), self._future(), session_id=sid)
         self._enqueue(entry)
         try:
             event = await asyncio.shield(entry.done)

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from desktop.engine.health import no_service
 from desktop.protocol import (
-    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
-    TokenStats,
+    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, TokenStats,
 )
 from desktop.engine.streams import Request
 from desktop.errors import WorkerCrashed
@@ -52,8 +51,6 @@ class EventIntake:
             return
         if isinstance(event, ChunkEvent):
             req.chunks.append(event.text_delta)
-        elif isinstance(event, PrefillDone):
-            self._pool.note_slot(event.request_id, event.slot)
         if isinstance(event, TERMINAL):
             self._end(req, event)
         else:
@@ -107,16 +104,17 @@ class EventIntake:
         entry = req.entry
         self._requests.pop(entry.request_id, None)
         ok = isinstance(event, Done)
+        snapshot, slot = (event.slots, event.stats.slot) if isinstance(event, Done) else ((), -1)
         if req.detached:  # its client already had its terminal event
             if release:
-                self._pool.release(entry.request_id, event.slots if isinstance(event, Done) else (), ok=ok)
+                self._pool.release(entry.request_id, snapshot, ok=ok, slot=slot)
             return
         cancelled = isinstance(event, Done) and event.stats.finish_reason == "cancelled"
         if release and not req.side:
             hashes = None
             if isinstance(event, Done) and req.messages and not event.slots:  # no snapshot: it holds the reply too
                 hashes = tuple(prefix_hashes(req.messages + (Message("assistant", event.text),)))
-            self._pool.release(entry.request_id, event.slots if isinstance(event, Done) else (), ok=ok, hashes=hashes)
+            self._pool.release(entry.request_id, snapshot, ok=ok, hashes=hashes, slot=slot)
         if isinstance(event, Done):
             event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms))
             if isinstance(entry.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:

@@ -1,5 +1,10 @@
 """The gateway's view of one worker: its state, the capacity its requests hold, and a mirror of
-its KV slots (what each holds, when the gateway last used it) that cache-aware routing reads."""
+its KV slots (what each holds, when the gateway last saw it used) that cache-aware routing reads.
+
+The mirror's slots change only from what the worker reports (the slot snapshot of a Done, the
+slot a Done names when it sends no snapshot, a session's end, a restart): routing never reserves
+or edits a slot. The worker chooses its slot by its own rules; routing only picks the worker, and
+counts the requests running there against the slots it can see (see `WorkerMirror._open`)."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ class Route(str, Enum):
 
 
 UP_STATES = (WorkerState.IDLE, WorkerState.BUSY)
+IN_USE = ("active", "busy")  # a snapshot's state for a slot a request builds or runs in
 
 
 def empty_slot(index: int) -> SlotInfo:
@@ -29,9 +35,10 @@ def empty_slot(index: int) -> SlotInfo:
 
 @dataclass(eq=False, slots=True)
 class WorkerMirror:
-    """One worker as routing sees it. `running` maps each request holding capacity here to the
-    slot it was given (None for session commands, which use their session's slot); a slot in
-    `reserved` is in use and can neither be matched nor evicted by another request."""
+    """One worker as routing sees it. `running` maps each request holding capacity here to what
+    routing counted on: None for a session command (it runs in its session's slot), else the
+    history hash it was sent here to hit, or b"" when it was not a hit (it will take an empty
+    slot, or evict one)."""
 
     worker_id: str
     state: WorkerState = WorkerState.LOADING
@@ -41,10 +48,8 @@ class WorkerMirror:
     context_length: int = 0  # the model's context in tokens, once it was up
     capacity: int = 1
     slots: list[SlotInfo] = field(default_factory=lambda: [empty_slot(0)])
-    used_at: dict[int, float] = field(default_factory=dict)  # slot → gateway clock at last use
-    running: dict[str, int | None] = field(default_factory=dict)
-    reserved: dict[int, str] = field(default_factory=dict)
-    _before: dict[str, SlotInfo] = field(default_factory=dict)  # slot as it was, to undo on error
+    used_at: dict[int, float] = field(default_factory=dict)  # slot → gateway clock at its last Done
+    running: dict[str, bytes | None] = field(default_factory=dict)
 
     @property
     def up(self) -> bool:
@@ -66,83 +71,81 @@ class WorkerMirror:
         self.slots = [empty_slot(i) for i in range(max(num_slots, 1))]
         self.used_at.clear()
         self.running.clear()
-        self.reserved.clear()
-        self._before.clear()
 
-    def _usable(self) -> list[SlotInfo]:
-        return [s for s in self.slots if s.index not in self.reserved and s.session_id is None]
+    # ------------------------------------------------------------------ routing reads
+
+    def _open(self) -> tuple[list[SlotInfo], int]:
+        """The slots a new request could be given here, and how many of them the running
+        requests the snapshot does not show yet will take first.
+
+        Open: no session's, and not in use in the last snapshot (while nothing that takes a slot
+        runs here, an in-use mark is stale, e.g. left by a request that failed without a
+        snapshot, and is ignored). Every running request that takes a slot uses one: those the
+        snapshot shows in use are already out of the open slots; the rest (sent after it) are
+        `unseen`, each about to take one open slot."""
+        takers = sum(1 for claim in self.running.values() if claim is not None)
+        shared = [s for s in self.slots if s.session_id is None]
+        if not takers:
+            return shared, 0
+        open_ = [s for s in shared if s.state not in IN_USE]
+        return open_, max(takers - (len(shared) - len(open_)), 0)
+
+    def spare(self) -> int:
+        """Slots a new request can still count on here (≤ 0: none)."""
+        open_, unseen = self._open()
+        return len(open_) - unseen
 
     def hit_slot(self, history: bytes) -> int | None:
-        """A usable slot that holds this history hash, if any."""
+        """An open slot that holds this history hash, if a new request can count on one here.
+        While some running request is unseen, none may have been sent here to hit the same
+        history (it would take that slot first)."""
         if not history:
             return None
-        hits = [s for s in self._usable() if history in s.hashes]
+        open_, unseen = self._open()
+        if len(open_) <= unseen or (unseen and history in self.running.values()):
+            return None
+        hits = [s for s in open_ if history in s.hashes]
         return max(hits, key=lambda s: self.used_at.get(s.index, 0.0)).index if hits else None
 
     def empty_slots(self) -> list[int]:
-        return [s.index for s in self._usable() if not s.hashes and s.tokens == 0]
+        """The empty open slots a new request can count on: as many as the unseen running
+        requests that were no hit would fill are left out (a hit fills the slot it hits)."""
+        open_, unseen = self._open()
+        if len(open_) <= unseen:
+            return []
+        misses = sum(1 for claim in self.running.values() if claim == b"")
+        empties = [s.index for s in open_ if not s.hashes and s.tokens == 0]
+        return empties[min(unseen, misses):]
 
     def lru_slot(self) -> tuple[int, float] | None:
-        """The usable slot used longest ago, with that time; None when every slot is taken."""
-        usable = self._usable()
-        if not usable:
+        """The open slot used longest ago, with that time; None when no slot is left to count on."""
+        open_, unseen = self._open()
+        if len(open_) <= unseen:
             return None
-        slot = min(usable, key=lambda s: self.used_at.get(s.index, 0.0))
+        slot = min(open_, key=lambda s: self.used_at.get(s.index, 0.0))
         return slot.index, self.used_at.get(slot.index, 0.0)
 
-    def take(self, request_id: str, slot: int | None, hashes: tuple[bytes, ...], session_id: str | None,
-             now: float) -> None:
-        """Hold capacity (and the slot) for a request; the slot is assumed to hold what the
-        request will leave in it until the worker's Done says otherwise."""
-        self.running[request_id] = slot
-        if slot is None:
-            return
-        self.reserved[slot] = request_id
-        self._before[request_id] = self.slots[slot]
-        self.slots[slot] = replace(self.slots[slot], state="active", hashes=hashes, session_id=session_id,
-                                   tokens=max(self.slots[slot].tokens, 1))
-        self.used_at[slot] = now
+    # ------------------------------------------------------------------ changes
 
-    def move(self, request_id: str, slot: int) -> None:
-        """The worker chose another slot than the one predicted (PrefillDone.slot): follow it."""
-        old = self.running.get(request_id)
-        if old is None or old == slot or not 0 <= slot < len(self.slots):
-            return
-        mine, theirs = self.slots[old], self.slots[slot]
-        other = self.reserved.get(slot)
-        if other is not None:  # two predictions crossed: swap them, contents and undo records
-            self.slots[old], self.slots[slot] = replace(theirs, index=old), replace(mine, index=slot)
-            self.used_at[old], self.used_at[slot] = self.used_at.get(slot, 0.0), self.used_at.get(old, 0.0)
-            self._before[request_id], self._before[other] = self._before[other], self._before[request_id]
-            self.reserved[old], self.running[other] = other, old
-        else:
-            self.slots[old] = self._before[request_id]
-            self.slots[slot] = replace(mine, index=slot)
-            self.used_at[slot] = self.used_at.get(old, 0.0)
-            self._before[request_id] = theirs
-            del self.reserved[old]
-        self.reserved[slot], self.running[request_id] = request_id, slot
+    def take(self, request_id: str, claim: bytes | None) -> None:
+        """Hold capacity for a request (`claim` as in `running`); no slot is touched."""
+        self.running[request_id] = claim
 
-    def release(self, request_id: str, snapshot: tuple[SlotInfo, ...], ok: bool,
-                hashes: tuple[bytes, ...] | None, now: float) -> None:
-        """Give back the request's capacity and slot. The worker's slot snapshot, when it sent
-        one, replaces the mirror; else a successful request keeps `hashes` (or the optimistic
-        guess) and a failed one restores the slot as it was before."""
-        slot = self.running.pop(request_id, None)
-        before = self._before.pop(request_id, None)
-        if slot is not None:
-            self.reserved.pop(slot, None)
-            self.used_at[slot] = now
+    def release(self, request_id: str, snapshot: tuple[SlotInfo, ...], *, slot: int = -1,
+                hashes: tuple[bytes, ...] | None = None, session_id: str | None = None, now: float = 0.0) -> None:
+        """Give back the request's capacity and take in what the worker reported: its slot
+        snapshot replaces the mirror. Without one, the slot its Done named (`slot` ≥ 0) now holds
+        `hashes` (a chat: its conversation and the reply) or belongs to `session_id` (a session
+        just opened); a request that ended without naming a slot changes no slot."""
+        self.running.pop(request_id, None)
         if snapshot:
             self.slots = [replace(s, index=i) for i, s in enumerate(snapshot)]
-            for i in [i for i in self.reserved if i >= len(self.slots)]:
-                self.slots.append(empty_slot(i))  # a shrunken snapshot never drops a reservation
-        elif slot is not None and slot < len(self.slots):
-            if not ok and before is not None:
-                self.slots[slot] = before
-            else:
-                kept = hashes if hashes is not None else self.slots[slot].hashes
-                self.slots[slot] = replace(self.slots[slot], state="idle", hashes=kept)
+        elif 0 <= slot < len(self.slots) and (hashes is not None or session_id is not None):
+            held = self.slots[slot]
+            self.slots[slot] = replace(held, state="idle", hashes=hashes or (), session_id=session_id,
+                                       tokens=max(held.tokens, 1))
+        if 0 <= slot < len(self.slots):
+            self.used_at[slot] = now
 
     def forget_session(self, session_id: str) -> None:
         """The session ended without a snapshot: its slot is free to evict (its KV is gone)."""

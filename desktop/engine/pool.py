@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from desktop.engine.eta import ServiceTimes, Waits
-from desktop.engine.mirror import Route, WorkerMirror
+from desktop.engine.mirror import IN_USE, Route, WorkerMirror
 from desktop.protocol import Command, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.protocol import WorkerState, WorkerStatus
@@ -27,13 +27,11 @@ class Entry:
     pin: str | None = None
     session_id: str | None = None
     history: bytes = b""  # history_hash(messages) of a chat
-    hashes: tuple[bytes, ...] = ()  # what the slot holds once the request is in (optimistic)
     arrived: float = 0.0
     position: int = 0  # 1-based while queued, 0 otherwise
     eta_s: float = 0.0
     worker_id: str | None = None  # set on assignment
-    slot: int | None = None
-    route: Route | None = None
+    route: Route | None = None  # why it went there (the worker picks the slot itself)
     dispatched: float = 0.0
     waited_ms: float = 0.0
 
@@ -76,10 +74,11 @@ class Pool:
         return request_id in self._queue
 
     def worker_stats(self) -> list[dict]:
-        """Each worker's state, capacity in use and slot mirror, for the admin panel."""
+        """Each worker's state, capacity in use and slot mirror, for the admin panel. A slot is
+        in use when the worker's last snapshot said so."""
         return [{
             "id": m.worker_id, "state": m.state.value, "capacity": m.capacity, "in_flight": len(m.running),
-            "slots": [{"index": s.index, "in_use": s.index in m.reserved, "session_id": s.session_id,
+            "slots": [{"index": s.index, "in_use": s.state in IN_USE, "session_id": s.session_id,
                        "tokens": s.tokens, "hashes": len(s.hashes), "last_used": m.used_at.get(s.index, 0.0)}
                       for s in m.slots],
         } for m in self.workers.values()]
@@ -119,25 +118,17 @@ class Pool:
             self._publish_positions()
         return entry
 
-    def note_slot(self, request_id: str, slot: int) -> None:
-        """The worker told which slot it used (PrefillDone): correct the mirror's guess."""
-        entry = self._running.get(request_id)
-        if entry is not None and entry.slot is not None and entry.worker_id is not None:
-            mirror = self.workers[entry.worker_id]
-            mirror.move(request_id, slot)
-            for e in self.running(entry.worker_id):
-                e.slot = mirror.running.get(e.request_id, e.slot)
-            self._dispatch()  # the slot it was predicted to take may serve a waiting request
-            self._publish_positions()
-
     def release(self, request_id: str, snapshot: tuple[SlotInfo, ...] = (), *, ok: bool = True,
-                hashes: tuple[bytes, ...] | None = None) -> Entry | None:
-        """A running entry ended: free its capacity, update the slot mirror, dispatch."""
+                hashes: tuple[bytes, ...] | None = None, slot: int = -1) -> Entry | None:
+        """A running entry ended: free its capacity, take in the worker's report (its slot
+        snapshot; without one, the `slot` its Done named and the `hashes` it now holds), dispatch."""
         entry = self._running.pop(request_id, None)
         if entry is None:
             return None
         now = self._clock()
-        self.workers[entry.worker_id].release(request_id, snapshot, ok, hashes, now)  # type: ignore[index]
+        opened = entry.cmd.session_id if ok and isinstance(entry.cmd, CreateSession) else None
+        self.workers[entry.worker_id].release(request_id, snapshot, slot=slot, hashes=hashes if ok else None,  # type: ignore[index]
+                                              session_id=opened, now=now)
         if ok:
             self.service.add(now - entry.dispatched)
         self._dispatch()
@@ -225,32 +216,32 @@ class Pool:
                 if self.workers[entry.pin].free <= 0:
                     blocked_workers.add(entry.pin)
                     continue
-                target = (entry.pin, None, Route.SESSION)
+                target = (entry.pin, Route.SESSION)
             self._assign(entry, *target)
             if entry.session_id:
                 busy_sessions.add(entry.session_id)
 
-    def _route(self, entry: Entry) -> tuple[str, int, Route] | None:
-        """Cached history → an empty slot → evict the least recently used slot → wait.
-        Ties go to the worker with the most free capacity (spreads load), then pool order."""
+    def _route(self, entry: Entry) -> tuple[str, Route] | None:
+        """Pick the worker (never the slot: the worker does): cached history → an empty slot →
+        evict the least recently used slot → wait. Each worker's slots are read from its mirror
+        less those its running requests take (`WorkerMirror._open`). Ties go to the worker with
+        the most free capacity (spreads load), then pool order."""
         ups = sorted((w for w in self.workers.values() if w.free > 0), key=lambda w: -w.free)
-        hits = [(w, slot) for w in ups if (slot := w.hit_slot(entry.history)) is not None]
+        hits = [w for w in ups if w.hit_slot(entry.history) is not None]
         if hits:
-            return hits[0][0].worker_id, hits[0][1], Route.HIT
-        empties = [(w, slots) for w in ups if (slots := w.empty_slots())]
+            return hits[0].worker_id, Route.HIT
+        empties = [(w, n) for w in ups if (n := len(w.empty_slots()))]
         if empties:
-            w, slots = max(empties, key=lambda pair: (pair[0].free, len(pair[1])))
-            return w.worker_id, slots[0], Route.FREE
-        oldest = min(((found[1], i, w.worker_id, found[0]) for i, w in enumerate(ups) if (found := w.lru_slot())),
-                     default=None)
-        return (oldest[2], oldest[3], Route.EVICT) if oldest else None
+            return max(empties, key=lambda pair: (pair[0].free, pair[1]))[0].worker_id, Route.FREE
+        oldest = min(((found[1], i, w.worker_id) for i, w in enumerate(ups) if (found := w.lru_slot())), default=None)
+        return (oldest[2], Route.EVICT) if oldest else None
 
-    def _assign(self, entry: Entry, worker_id: str, slot: int | None, route: Route) -> None:
+    def _assign(self, entry: Entry, worker_id: str, route: Route) -> None:
         del self._queue[entry.request_id]
         now = self._clock()
-        session = entry.cmd.session_id if isinstance(entry.cmd, CreateSession) else None
-        self.workers[worker_id].take(entry.request_id, slot, entry.hashes, session, now)
-        entry.worker_id, entry.slot, entry.route, entry.position = worker_id, slot, route, 0
+        claim = None if route is Route.SESSION else entry.history if route is Route.HIT else b""
+        self.workers[worker_id].take(entry.request_id, claim)
+        entry.worker_id, entry.route, entry.position = worker_id, route, 0
         entry.dispatched, entry.waited_ms = now, (now - entry.arrived) * 1000.0
         self._running[entry.request_id] = entry
         self.waits.add(entry.waited_ms)

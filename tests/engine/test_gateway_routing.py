@@ -1,5 +1,6 @@
 """Cache-aware routing through the gateway over fake hosts: hits, free slots before eviction,
-LRU eviction, and conversations that keep hitting their worker."""
+LRU eviction, and conversations that keep hitting their worker. The gateway picks the worker; the
+worker picks the slot, and the gateway's mirror learns it only from what the worker reports."""
 
 from __future__ import annotations
 
@@ -114,8 +115,9 @@ def test_concurrent_conversations_on_two_workers_keep_hitting() -> None:
     run(main())
 
 
-def test_a_free_slot_is_reserved_the_moment_it_is_assigned() -> None:
-    """Two new conversations at once: the second must not count on the slot the first just took."""
+def test_two_new_conversations_at_once_do_not_count_on_one_free_slot() -> None:
+    """Two new conversations at once: the second must not count on the slot the first will take
+    (w1 still has capacity for it, but no slot)."""
     async def main() -> None:
         hosts = (FakeHost("w1", capacity=2, num_slots=1), FakeHost("w2", capacity=1, num_slots=1))
         async with gateway(*hosts) as gw:
@@ -142,18 +144,48 @@ def test_routing_without_slot_snapshots_uses_the_reply_it_saw() -> None:
     run(main())
 
 
-def test_the_mirror_follows_the_slot_the_worker_reports() -> None:
+def slot_view(gw) -> list[tuple[bool, int, int]]:
+    """The admin panel's view of the first worker's slots: (in use, hashes, tokens)."""
+    return [(s["in_use"], s["hashes"], s["tokens"]) for s in gw.stats()["workers"][0]["slots"]]
+
+
+def test_dispatch_leaves_the_mirror_until_the_worker_reports() -> None:
+    async def main() -> None:
+        host = FakeHost("w1", capacity=2, num_slots=3)
+        async with gateway(host) as gw:
+            a = [user("A")]
+            await turn(gw, (host,), a, "a")
+            before = slot_view(gw)
+            assert before == [(False, 2, 20), (False, 0, 0), (False, 0, 0)]
+            s2, s3 = gw.chat(a + [bot("a"), user("A2")]), gw.chat([user("B")])
+            await settle()
+            assert slot_view(gw) == before  # both run, in slots only the worker knows yet
+            assert gw.stats()["workers"][0]["in_flight"] == 2
+            host.finish(s3.request_id, "b")  # its snapshot shows A2 running in slot 0, B in its slot
+            await collect(s3)
+            b_slot = host.slot_of((user("B"), bot("b")))
+            assert [v[0] for v in slot_view(gw)] == [True, False, False]
+            assert slot_view(gw)[b_slot] == (False, 2, 20)
+            host.finish(s2.request_id, "a2")
+            assert terminal(await collect(s2)).stats.kind == "extend"
+            assert [v[0] for v in slot_view(gw)] == [False, False, False] and slot_view(gw)[0][1] == 4
+    run(main())
+
+
+def test_the_mirror_shows_the_slot_the_worker_chose() -> None:
     async def main() -> None:
         host = FakeHost("w1", capacity=1, num_slots=2)
         async with gateway(host) as gw:
             await turn(gw, (host,), [user("A")], "a")  # slot 0 holds A; slot 1 is empty
-            host.slots.reverse()  # the fake now finds its empty slot at index 0, not 1 as predicted
+            host.slots.reverse()  # the fake now holds A in slot 1 and finds its empty slot at 0
             for i, slot in enumerate(host.slots):
                 slot.index = i
             stream = gw.chat([user("B")])
             await settle()
             assert host.active[stream.request_id].slot == 0
-            assert [s["in_use"] for s in gw.stats()["workers"][0]["slots"]] == [True, False]
-            host.finish(stream.request_id)
+            host.finish(stream.request_id, "b")
             await collect(stream)
+            assert slot_view(gw) == [(False, 2, 20), (False, 2, 20)]
+            w, events = await turn(gw, (host,), [user("A"), bot("a"), user("A2")])
+            assert terminal(events).stats.kind == "extend" and gw.stats()["routing"]["hit"] == 1
     run(main())

@@ -1,4 +1,6 @@
-"""Deterministic unit tests of the pool and the slot mirror, without a gateway or hosts."""
+"""Deterministic unit tests of the pool and the slot mirror, without a gateway or hosts. Slots
+change only from what a worker reports (`release` with a snapshot, or with the slot its Done
+named); routing reads them and counts the requests in flight, but never edits them."""
 
 from __future__ import annotations
 
@@ -41,7 +43,12 @@ def make_pool(workers: dict[str, tuple[int, int]], rec: Recorder, **kw) -> Pool:
 
 
 def chat(loop, rid: str, history: bytes = b"") -> Entry:
-    return Entry(rid, Chat(rid, (Message("user", rid),)), loop.create_future(), history=history, hashes=(rid.encode(),))
+    return Entry(rid, Chat(rid, (Message("user", rid),)), loop.create_future(), history=history)
+
+
+def held(index: int, *hashes: bytes, state: str = "idle", session: str | None = None) -> SlotInfo:
+    """One slot as a worker's snapshot reports it."""
+    return SlotInfo(index, state, hashes, 10 if hashes else 0, 0.0, session, 0)
 
 
 def generate(loop, rid: str, sid: str, worker: str) -> Entry:
@@ -77,12 +84,12 @@ def test_routing_order_hit_then_free_then_lru(loop) -> None:
     pool.submit(chat(loop, "a"))
     pool.submit(chat(loop, "b"))
     assert [e.route for e in pool.running()] == [Route.FREE, Route.FREE]
-    pool.release("a")
-    pool.release("b")
+    pool.release("a", slot=0, hashes=(b"a",))  # each worker reports the slot it used (no snapshot)
+    pool.release("b", slot=0, hashes=(b"b",))
     pool.submit(chat(loop, "a2", history=b"a"))
     (a2,) = pool.running()
     assert a2.route is Route.HIT and a2.worker_id == "w1"
-    pool.release("a2")
+    pool.release("a2", slot=0, hashes=(b"a", b"a2"))
     pool.submit(chat(loop, "c"))
     (c,) = pool.running()
     assert c.route is Route.EVICT and c.worker_id == "w2"  # b was used least recently
@@ -90,18 +97,91 @@ def test_routing_order_hit_then_free_then_lru(loop) -> None:
 
 def test_a_slot_held_by_a_running_request_is_not_a_hit(loop) -> None:
     rec = Recorder()
-    pool = make_pool({"w1": (2, 2)}, rec)
+    pool = make_pool({"w1": (2, 2), "w2": (1, 1)}, rec)
     pool.submit(chat(loop, "a"))
-    pool.submit(chat(loop, "a2", history=b"a"))  # a is still running in the slot that holds it
-    assert [e.route for e in pool.running()] == [Route.FREE, Route.FREE]
-    assert sorted(e.slot for e in pool.running()) == [0, 1]
+    pool.release("a", (held(0, b"a"), held(1)))
+    pool.submit(chat(loop, "a2", history=b"a"))
+    pool.submit(chat(loop, "a3", history=b"a"))  # a2 was sent to hit the slot holding a: it takes it
+    assert [(e.request_id, e.route, e.worker_id) for e in pool.running()] == [
+        ("a2", Route.HIT, "w1"), ("a3", Route.FREE, "w1")]
+    pool.release("a3", (held(0, b"a", b"a2", state="busy"), held(1, b"a", b"a3")))
+    pool.submit(chat(loop, "a4", history=b"a"))  # the snapshot shows a2 in slot 0: slot 1 holds a
+    assert pool.running()[-1].route is Route.HIT
+
+
+def test_dispatch_leaves_the_slots_as_the_worker_last_reported(loop) -> None:
+    rec = Recorder()
+    pool = make_pool({"w": (2, 2)}, rec, clock=iter(range(1000)).__next__)
+    pool.submit(chat(loop, "a"))
+    pool.release("a", (held(0, b"a"), held(1)), slot=0)
+    mirror = pool.workers["w"]
+    before, used_at, stats = list(mirror.slots), dict(mirror.used_at), pool.worker_stats()
+    pool.submit(chat(loop, "a2", history=b"a"))
+    pool.submit(chat(loop, "b"))
+    assert [e.route for e in pool.running()] == [Route.HIT, Route.FREE]
+    assert mirror.slots == before and mirror.used_at == used_at
+    assert [s["in_use"] for s in pool.worker_stats()[0]["slots"]] == [False, False]
+    assert pool.worker_stats()[0]["in_flight"] == 2 and stats[0]["in_flight"] == 0
+    pool.release("b", slot=1, hashes=(b"b",))  # now the worker has said where b went
+    assert mirror.slots[1].hashes == (b"b",) and mirror.slots[0] == before[0] and 1 in mirror.used_at
+
+
+def test_in_use_comes_from_the_workers_snapshot(loop) -> None:
+    rec = Recorder()
+    pool = make_pool({"w": (2, 3)}, rec)
+    pool.submit(chat(loop, "a"))
+    pool.submit(chat(loop, "b"))
+    pool.release("a", (held(0, b"a"), held(1), held(2, b"b", state="busy")))  # the worker put b in slot 2
+    assert [s["in_use"] for s in pool.worker_stats()[0]["slots"]] == [False, False, True]
+    pool.release("b", (held(0, b"a"), held(1), held(2, b"b", b"reply")))
+    assert [s["in_use"] for s in pool.worker_stats()[0]["slots"]] == [False, False, False]
+
+
+def test_requests_in_flight_are_counted_against_the_free_slots(loop) -> None:
+    """Routed before any Done: the second new conversation does not count on the empty slot the
+    first will take; capacity without a slot to count on is no place to go."""
+    rec = Recorder()
+    pool = make_pool({"w1": (3, 2), "w2": (1, 1)}, rec)
+    for rid in "abcd":
+        pool.submit(chat(loop, rid))
+    assert [(e.request_id, e.worker_id, e.route) for e in pool.running()] == [
+        ("a", "w1", Route.FREE), ("b", "w1", Route.FREE), ("c", "w2", Route.FREE)]
+    assert pool.is_queued("d") and pool.workers["w1"].free == 1
+    pool.release("c", (held(0, b"c"),))
+    assert pool.running()[-1].request_id == "d" and pool.running()[-1].route is Route.EVICT
+
+
+def test_a_hit_in_flight_leaves_the_empty_slot_to_count_on(loop) -> None:
+    rec = Recorder()
+    pool = make_pool({"w1": (2, 2), "w2": (2, 2)}, rec)
+    pool.submit(chat(loop, "a"))
+    pool.release("a", (held(0, b"a"), held(1)))
+    pool.submit(chat(loop, "b"))  # goes to w2 (more room), then a2 hits on w1
+    pool.submit(chat(loop, "a2", history=b"a"))
+    pool.submit(chat(loop, "c"))  # w1: a2 takes slot 0, slot 1 is still empty; w2: b takes one of two
+    assert [(e.request_id, e.worker_id, e.route) for e in pool.running()] == [
+        ("b", "w2", Route.FREE), ("a2", "w1", Route.HIT), ("c", "w1", Route.FREE)]
+
+
+def test_a_stale_in_use_mark_does_not_hold_a_slot_when_nothing_runs(loop) -> None:
+    """A request that failed (no snapshot) after a snapshot showed it in use: once nothing runs
+    there the mark is ignored, so the worker's only slot is not lost to routing."""
+    rec = Recorder()
+    pool = make_pool({"w": (2, 1)}, rec)
+    pool.submit(Entry("o", CreateSession("o", "s"), loop.create_future(), session_id="s"))
+    pool.release("o", (held(0, state="busy"),))  # stale: a chat the worker never reported on
+    pool.submit(chat(loop, "x"))
+    assert rec.assigned == ["o", "x"]
+    assert pool.release("x", ok=False) is not None  # an error names no slot: nothing changes
+    assert pool.workers["w"].slots == [held(0, state="busy")]
 
 
 def test_create_session_pins_its_slot_against_eviction(loop) -> None:
     rec = Recorder()
     pool = make_pool({"w": (1, 1)}, rec)
     pool.submit(Entry("o", CreateSession("o", "s"), loop.create_future(), session_id="s"))
-    pool.release("o")
+    pool.release("o", slot=0)  # no snapshot: the slot its Done named is the session's
+    assert pool.workers["w"].slots[0].session_id == "s"
     pool.submit(chat(loop, "x"))
     assert pool.is_queued("x")
     pool.forget_session("w", "s")
@@ -119,24 +199,6 @@ def test_down_worker_fails_its_work_and_comes_back_empty(loop) -> None:
     assert [e.request_id for e in pool.queued()] == ["b"] and rec.assigned == ["a"]
     pool.set_status(WorkerStatus("w", WorkerState.IDLE, capacity=1, num_slots=3))
     assert rec.assigned == ["a", "b"] and len(pool.workers["w"].slots) == 3
-
-
-def test_mirror_follows_the_slot_the_worker_chose() -> None:
-    m = WorkerMirror("w", state=WorkerState.IDLE, capacity=2)
-    m.reset(num_slots=3, capacity=2)
-    held = SlotInfo(2, "idle", (b"old",), 5, 0.0, None, 0)
-    m.slots[2] = held
-    m.take("a", 0, (b"a",), None, now=1.0)
-    m.move("a", 2)  # it evicted slot 2 instead of using empty slot 0
-    assert m.running == {"a": 2} and m.reserved == {2: "a"}
-    assert m.slots[0].hashes == () and m.slots[2].hashes == (b"a",)
-    m.take("b", 0, (b"b",), None, now=2.0)
-    m.move("b", 2)  # crossed predictions: a and b swap
-    assert m.running == {"a": 0, "b": 2} and m.reserved == {0: "a", 2: "b"}
-    m.release("a", (), ok=False, hashes=None, now=3.0)  # a failed: its slot is as it was (empty)
-    assert m.slots[0].hashes == () and m.reserved == {2: "b"}
-    m.release("b", (), ok=True, hashes=(b"b", b"reply"), now=4.0)
-    assert m.slots[2].hashes == (b"b", b"reply") and not m.reserved
 
 
 def test_eta_and_wait_percentiles() -> None:

@@ -1,18 +1,21 @@
-"""A randomized stateful test of the pool: arrivals, cancels, finishes, slot corrections, worker
-crashes and recoveries in any order. Nothing is lost or assigned twice, capacity and slots are
-never over-committed, FIFO holds, and every request ends exactly once."""
+"""A randomized stateful test of the pool: arrivals, cancels, finishes (with a slot snapshot, with
+only the slot a Done names, with nothing, or failed), worker crashes and recoveries in any order.
+Each worker is simulated: it picks its own slot (hit, empty, least recently used) and reports as
+a real one does. Nothing is lost or assigned twice, capacity is never over-committed, a worker
+never lacks a slot for what it was sent, FIFO holds, and every request ends exactly once."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 from collections import Counter
+from dataclasses import dataclass
 
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from desktop.engine.pool import Entry, Pool
-from desktop.protocol import Chat, CreateSession, Generate
+from desktop.protocol import Chat, CreateSession, Generate, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.model.messages import Message
 from desktop.protocol import WorkerState, WorkerStatus
@@ -22,6 +25,62 @@ WORKERS = {"w0": (1, 1), "w1": (2, 2), "w2": (2, 3)}  # id → (capacity, slots)
 
 def conv_hash(conv: int) -> bytes:
     return hashlib.sha256(bytes([conv])).digest()
+
+
+@dataclass
+class SimSlot:
+    """One slot of a simulated worker: the conversation it holds, its session, who uses it."""
+
+    index: int
+    holds: bytes = b""
+    session: str | None = None
+    active: str | None = None
+    last: float = 0.0
+
+    def info(self) -> SlotInfo:
+        state = "busy" if self.active else "idle" if self.holds else "empty"
+        return SlotInfo(self.index, state, (self.holds,) if self.holds else (), 1 if self.holds else 0, self.last,
+                        self.session, 0)
+
+
+class SimWorker:
+    """A worker's own slot choice, as desktop/workers does it: a slot holding the history, else
+    an empty slot, else the least recently used idle one; session commands use their session's."""
+
+    def __init__(self, num_slots: int) -> None:
+        self.slots = [SimSlot(i) for i in range(num_slots)]
+        self.used: dict[str, SimSlot] = {}
+
+    def place(self, entry: Entry, now: float) -> SimSlot | None:
+        if entry.pin is not None:
+            slot = next((s for s in self.slots if s.session == entry.session_id), None)
+        else:
+            usable = [s for s in self.slots if s.active is None and s.session is None]
+            hits = [s for s in usable if entry.history and s.holds == entry.history]
+            empties = [s for s in usable if not s.holds]
+            slot = (hits or empties or sorted(usable, key=lambda s: s.last) or [None])[0]
+            if slot is None:
+                return None
+            slot.active, slot.last = entry.request_id, now
+            if isinstance(entry.cmd, CreateSession):
+                slot.holds = b""
+        if slot is not None:
+            self.used[entry.request_id] = slot
+        return slot
+
+    def end(self, entry: Entry, ok: bool, holds: bytes) -> SimSlot | None:
+        slot = self.used.pop(entry.request_id, None)
+        if slot is None or entry.pin is not None:
+            return slot
+        slot.active = None
+        if isinstance(entry.cmd, CreateSession):
+            slot.session = entry.session_id if ok else None
+        else:
+            slot.holds = holds if ok else b""  # a failed request may have evicted or cropped it
+        return slot
+
+    def snapshot(self) -> tuple[SlotInfo, ...]:
+        return tuple(s.info() for s in self.slots)
 
 
 class PoolMachine(RuleBasedStateMachine):
@@ -37,6 +96,9 @@ class PoolMachine(RuleBasedStateMachine):
         self.queued_once: Counter[str] = Counter()
         self.ended: Counter[str] = Counter()
         self.sessions: dict[str, str] = {}  # open session → worker
+        self.ending: dict[str, str] = {}  # ended while one of its commands ran → worker
+        self.sims = {w: SimWorker(slots) for w, (_, slots) in WORKERS.items()}
+        self.convs: dict[str, int] = {}  # chat → its conversation
         self.n = 0
 
     def teardown(self) -> None:
@@ -63,6 +125,8 @@ class PoolMachine(RuleBasedStateMachine):
             assert not (entry.session_id and o.session_id == entry.session_id), "session order broken"
         if entry.pin is not None:
             assert entry.worker_id == entry.pin
+        placed = self.sims[entry.worker_id].place(entry, self.clock)
+        assert placed is not None or entry.pin is not None, f"{entry.worker_id} has no slot for {rid}"
 
     def on_position(self, entry: Entry, first: bool) -> None:
         assert self.pool.is_queued(entry.request_id)
@@ -90,8 +154,8 @@ class PoolMachine(RuleBasedStateMachine):
     def chat(self, conv: int, new: bool) -> None:
         rid = f"c{self.n}"
         history = b"" if new else conv_hash(conv)
-        self.admit(Entry(rid, Chat(rid, (Message("user", str(conv)),)), self.loop.create_future(),
-                         history=history, hashes=(conv_hash(conv),)))
+        self.convs[rid] = conv
+        self.admit(Entry(rid, Chat(rid, (Message("user", str(conv)),)), self.loop.create_future(), history=history))
 
     @rule()
     def create_session(self) -> None:
@@ -123,23 +187,40 @@ class PoolMachine(RuleBasedStateMachine):
             self.end(entry)  # a running one would get Stop and end by finish()
 
     @precondition(lambda self: self.pool.running())
-    @rule(data=st.data(), ok=st.booleans())
-    def finish(self, data: st.DataObject, ok: bool) -> None:
+    @rule(data=st.data(), ok=st.booleans(), report=st.sampled_from(["snapshot", "slot", "nothing"]))
+    def finish(self, data: st.DataObject, ok: bool, report: str) -> None:
         entry = data.draw(st.sampled_from(self.running()))
         self.clock += data.draw(st.floats(0, 5))
-        released = self.pool.release(entry.request_id, ok=ok)
+        self.release(entry, ok, report)
+
+    def release(self, entry: Entry, ok: bool = True, report: str = "snapshot") -> None:
+        """The worker's terminal event: a Done with its snapshot, or naming only its slot (a host
+        without snapshots; a session's opening is always reported), or an error (nothing)."""
+        conv = self.convs.get(entry.request_id)
+        holds = conv_hash(conv) if conv is not None else b""
+        slot = self.sims[entry.worker_id].end(entry, ok, holds)
+        if not ok:
+            released = self.pool.release(entry.request_id, ok=False)
+        elif report == "snapshot":
+            released = self.pool.release(entry.request_id, self.sims[entry.worker_id].snapshot())
+        elif report == "slot" or isinstance(entry.cmd, CreateSession):
+            released = self.pool.release(entry.request_id, slot=slot.index if slot else -1,
+                                         hashes=(holds,) if conv is not None else None)
+        else:
+            released = self.pool.release(entry.request_id)
         assert released is entry
         self.end(entry)
         if ok and isinstance(entry.cmd, CreateSession):
             self.sessions[entry.cmd.session_id] = entry.worker_id
+        sid = entry.session_id
+        if sid in self.ending and not any(e.session_id == sid for e in self.pool.running()):
+            self.forget(self.ending.pop(sid), sid)
 
-    @precondition(lambda self: any(e.slot is not None for e in self.pool.running()))
-    @rule(data=st.data())
-    def worker_used_another_slot(self, data: st.DataObject) -> None:
-        entry = data.draw(st.sampled_from([e for e in self.running() if e.slot is not None]))
-        mirror = self.pool.workers[entry.worker_id]
-        choices = [s.index for s in mirror.slots if s.session_id is None or s.index in mirror.reserved]
-        self.pool.note_slot(entry.request_id, data.draw(st.sampled_from(choices)))  # never another session's
+    def forget(self, worker: str, sid: str) -> None:
+        for slot in self.sims[worker].slots:
+            if slot.session == sid:
+                slot.session = None
+        self.pool.forget_session(worker, sid)
 
     @precondition(lambda self: self.sessions)
     @rule(data=st.data())
@@ -149,8 +230,10 @@ class PoolMachine(RuleBasedStateMachine):
         for rid in self.live():
             if self.entries[rid].session_id == sid and (entry := self.pool.cancel(rid)) is not None:
                 self.end(entry)
-        if not any(e.session_id == sid for e in self.pool.running()):
-            self.pool.forget_session(worker, sid)
+        if any(e.session_id == sid for e in self.pool.running()):
+            self.ending[sid] = worker  # ended once its running command ends
+        else:
+            self.forget(worker, sid)
 
     # ------------------------------------------------------------------ workers
 
@@ -172,8 +255,11 @@ class PoolMachine(RuleBasedStateMachine):
         for entry in failed:
             assert entry.worker_id == worker or entry.pin == worker
             self.end(entry)
+        self.sims[worker] = SimWorker(WORKERS[worker][1])  # its KV died with it
         for sid in [s for s, w in self.sessions.items() if w == worker]:
             del self.sessions[sid]
+        for sid in [s for s, w in self.ending.items() if w == worker]:
+            del self.ending[sid]
 
     # ------------------------------------------------------------------ invariants
 
@@ -194,9 +280,9 @@ class PoolMachine(RuleBasedStateMachine):
         for w in self.pool.workers.values():
             assert set(w.running) == {e.request_id for e in self.pool.running(w.worker_id)}
             assert len(w.running) <= w.capacity and (w.up or not w.running)
-            held = {rid: slot for rid, slot in w.running.items() if slot is not None}
-            assert {slot: rid for rid, slot in held.items()} == w.reserved, "slot double-booked"
             assert [s.index for s in w.slots] == list(range(len(w.slots)))
+            takers = [e for e in self.pool.running(w.worker_id) if e.pin is None]
+            assert len(takers) <= sum(1 for s in self.sims[w.worker_id].slots if s.session is None)
 
     @invariant()
     def work_conserving(self) -> None:
@@ -221,14 +307,10 @@ class PoolMachine(RuleBasedStateMachine):
                     break
                 for sid, worker in list(self.sessions.items()):  # pinned slots may starve chats
                     del self.sessions[sid]
-                    self.pool.forget_session(worker, sid)
+                    self.forget(worker, sid)
                 if not self.pool.running():
                     break
-            entry = self.running()[0]
-            self.pool.release(entry.request_id)
-            self.end(entry)
-            if isinstance(entry.cmd, CreateSession):
-                self.sessions[entry.cmd.session_id] = entry.worker_id
+            self.release(self.running()[0])
         assert not self.pool.running() and not len(self.pool), "requests left over"
         assert all(self.ended[r] == 1 for r in self.order), "a request never ended"
         assert all(self.assigned[r] <= 1 for r in self.order)
