@@ -1,4 +1,4 @@
-"""The call's buttons in one row: Start/End (green/red), the mode, Mute, Pause/Resume, Listen now
+"""The call's buttons in two rows: Start/End (green/red), the mode, Mute, Pause/Resume, Listen now
 and Hold to talk (push-to-talk); with no microphone, why the call cannot start, next to Start."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import Enum
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from desktop.engine.call_state import CallMode, CallPhase
 from desktop.ui import shortcuts
@@ -38,9 +38,6 @@ class CallControls(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.setSpacing(8)
         self.call_button = QPushButton("Start call")
         self.call_button.setObjectName("callButton")
         self.call_button.setStyleSheet(BUTTON_CSS)
@@ -66,15 +63,23 @@ class CallControls(QWidget):
         policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         policy.setRetainSizeWhenHidden(True)
         self.reason.setSizePolicy(policy)
-        row.addWidget(self.call_button)
-        row.addSpacing(8)
-        row.addWidget(QLabel("Mode:"))
-        row.addWidget(self.mode)
-        row.addSpacing(8)
+        # Two rows, so that the page fits beside the sidebar in a small window: the call and how
+        # it runs; then what can be done during it.
+        first, second = QHBoxLayout(), QHBoxLayout()
+        first.setSpacing(12)
+        first.addWidget(self.call_button)
+        first.addWidget(self.reason, 1)  # the row's spare room, shown or not
+        first.addWidget(QLabel("Mode:"))
+        first.addWidget(self.mode)
+        second.setSpacing(8)
         for button in (self.mute, self.pause, self.listen, self.talk):
-            row.addWidget(button)
-        row.addSpacing(8)
-        row.addWidget(self.reason, 1)  # the row's spare room, shown or not: the buttons keep their size
+            second.addWidget(button)
+        second.addStretch(1)
+        rows = QVBoxLayout(self)
+        rows.setContentsMargins(0, 0, 0, 0)
+        rows.setSpacing(8)
+        rows.addLayout(first)
+        rows.addLayout(second)
 
     @property
     def chosen_mode(self) -> CallMode:

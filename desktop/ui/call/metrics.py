@@ -8,6 +8,7 @@ import copy
 from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from desktop.engine.call import TurnMetrics
@@ -120,7 +121,16 @@ class MetricsTable(QTableView):
         rows.setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        # Fixed widths for the two widest texts (contents-sized, they were elided): the padding and
+        # bold header of TABLE_CSS are not in Qt's size hints.
+        bold = QFont(self.font())
+        bold.setBold(True)
+        widths = (self.fontMetrics().horizontalAdvance("888 · cut"), QFontMetrics(bold).horizontalAdvance(COLUMNS[1][0]))
+        for column, width in enumerate(widths):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
+            self.setColumnWidth(column, width + 32)
+        # narrow: the numbers scroll sideways rather than being elided ("7…")
+        header.setMinimumSectionSize(max(QFontMetrics(bold).horizontalAdvance(c[0]) for c in COLUMNS[2:]) + 32)
         header.setHighlightSections(False)
         self.setAccessibleName("Turn metrics")
         model.rowsInserted.connect(lambda *_: self.scrollToBottom())

@@ -56,7 +56,8 @@ class CallPage(QWidget):
         self.clock = QLabel()
         self.clock.setStyleSheet(f"color: {muted(self).name()};")
         self.meter = LevelMeter()
-        self.meter.setFixedWidth(200)
+        self.meter.setMinimumWidth(90)
+        self.meter.setMaximumWidth(220)
         self.controls = CallControls()
         self.notice = CallNotice()
         self.transcript = TranscriptView()
@@ -257,7 +258,8 @@ class CallPage(QWidget):
         if kind == "phase" and event.phase is not None:
             self._set_phase(event.phase)
         elif kind == "level":
-            self.meter.set_db(event.value)
+            if self.phase is not CallPhase.PAUSED:  # the call ignores the microphone meanwhile
+                self.meter.set_db(event.value)
         elif kind == "partial":
             if self.phase in SPEECH and event.text.strip():
                 log.partial(event.text.strip())
