@@ -67,6 +67,7 @@ class Composition(QObject):
         self.store: Any = None
         self.settings_dialog: QDialog | None = None
         self.voice: Any = None  # desktop.engine.voice.Voice, built with the chat page
+        self.call_page: Any = None  # desktop.ui.call.page.CallPage
         self._boot_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
@@ -83,6 +84,9 @@ class Composition(QObject):
         window.closed.connect(self._window_closed)
         self.chat_page = self._make_chat_page()
         window.set_chat_page(self.chat_page)
+        self.call_page = self._make_call_page()
+        if self.call_page is not None:
+            window.set_call_page(self.call_page)
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self._boot_task = self.spawn(self._boot())
@@ -164,7 +168,13 @@ class Composition(QObject):
         self.engine_state.emit("failed")
 
     async def _stop_engine(self) -> None:
-        """Detach the chat page from running replies, cancel a load, close the gateway (→ hosts)."""
+        """Hang up a call, detach the chat page from running replies, cancel a load, close the
+        gateway (→ hosts)."""
+        if self.call_page is not None:
+            try:
+                await asyncio.wait_for(self.call_page.shutdown(), 5.0)
+            except asyncio.TimeoutError:
+                log.warning("The call did not end in time")
         if hasattr(self.chat_page, "shutdown"):  # stops a running reply before its worker goes away
             try:
                 await asyncio.wait_for(self.chat_page.shutdown(), 3.0)  # type: ignore[union-attr]
@@ -247,6 +257,20 @@ class Composition(QObject):
         page.voice_toggled.connect(self._voice_toggled)
         return page
 
+    def _make_call_page(self) -> QWidget | None:
+        try:
+            from desktop.call_factory import CallFactory
+            from desktop.engine.call_state import CallMode
+            from desktop.ui.call.page import CallPage
+
+            calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings)
+            page = CallPage(calls.start, calls.mic_status)
+            page.set_mode(CallMode(self.settings.call_mode))
+            return page
+        except Exception:  # the placeholder stays: calls are unavailable, chat goes on
+            log.exception("The call page could not be built")
+            return None
+
     def _voice_toggled(self, on: bool) -> None:
         self.settings.voice_enabled = on
         self.save()
@@ -273,6 +297,8 @@ class Composition(QObject):
     def _window_closed(self) -> None:
         if self.window is not None:
             state = {k: v for k, v in self.window.saved_state().items() if k in Settings.model_fields}
+            if self.call_page is not None:
+                state["call_mode"] = self.call_page.mode.value
             for key, value in state.items():
                 setattr(self.settings, key, value)
             self.save()

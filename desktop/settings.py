@@ -56,6 +56,9 @@ class Settings(BaseModel):
     tts_engine: Literal["piper", "espeak"] = "piper"
     tts_voice: str | None = None  # None: the engine's default voice
     volume: float = Field(1.0, ge=0.0, le=2.0)
+    # calls
+    call_mode: Literal["duplex", "turns", "push_to_talk"] = "duplex"
+    call_idle_timeout_s: float = Field(300.0, ge=10.0, le=86_400.0)  # a silent call ends after this
     # recording
     recording_enabled: bool = False
     retention_days: int = Field(30, ge=1, le=3650)

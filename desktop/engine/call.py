@@ -303,6 +303,8 @@ class Call:
                 elif isinstance(event, ErrorEvent):
                     raise OmnideskError(event.message, code=event.code)
             self.voice.speak_end(stream.request_id)
+            if not getattr(self.voice, "available", True):  # no sound output: the text was the reply
+                self._do(self.state.reply_finished)
         except OmnideskError as exc:
             log.warning("Call reply failed: %s", exc.message)
             self._emit(CallEvent("error", exc.message))

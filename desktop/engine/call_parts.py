@@ -76,14 +76,17 @@ class CallParts:
     canceller: Any = None
 
 
-def make_call_parts(input_device: str | int | None = None, *, asr_device: str = "cpu", threads: int = 1,
-                    vad: VadConfig | None = None, mic: Any = None) -> CallParts:
-    """Open the microphone (MicUnavailable when there is none) and load the VAD and Whisper
-    (ASRUnavailable / VADUnavailable with plain messages). Slow (≈0.5 s): call it off the UI thread."""
+def make_call_parts(input_device: str | int | None = None, *, asr: Any = None, asr_device: str = "cpu",
+                    threads: int = 1, vad: VadConfig | None = None, mic: Any = None,
+                    canceller: Any = None) -> CallParts:
+    """Open the microphone (MicUnavailable when there is none) and load the VAD and, unless one
+    is given, Whisper (ASRUnavailable / VADUnavailable with plain messages). Slow (≈0.5 s): call
+    it off the UI thread."""
     from desktop.media.asr import WhisperASR
     from desktop.media.mic import Microphone
     from desktop.media.partials import PartialTranscriber
 
+    detector = VadDetector(SileroVAD(vad))
+    asr = asr if asr is not None else WhisperASR(device=asr_device, threads=threads)
     source = mic if mic is not None else Microphone(input_device)
-    asr = WhisperASR(device=asr_device, threads=threads)
-    return CallParts(source, VadDetector(SileroVAD(vad)), WhisperTranscriber(PartialTranscriber(asr)))
+    return CallParts(source, detector, WhisperTranscriber(PartialTranscriber(asr)), canceller)

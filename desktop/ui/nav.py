@@ -21,7 +21,7 @@ class Page:
 
 PAGES = (
     Page("chat", "Chat", "Conversations with the assistant"),
-    Page("call", "Call", "Voice and video calls (coming soon)"),
+    Page("call", "Call", "Voice calls: talk with the assistant (Ctrl+2)"),
     Page("recordings", "Recordings", "Recorded sessions (coming soon)"),
     Page("admin", "Admin", "Workers, KV slots, queue and cache numbers"),
 )

@@ -1,0 +1,63 @@
+"""Starts voice calls for the Call page (part of the composition root): opens the microphone from
+Settings, loads the VAD and Whisper once (kept for later calls), builds a Call on the gateway and
+the app's Voice, and runs its media thread (the microphone read and every frame's processing)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any, Callable
+
+from desktop.engine.call import Call
+from desktop.engine.call_state import CallMode, CallPhase
+from desktop.settings import Settings
+
+log = logging.getLogger(__name__)
+PUMP_WAIT_S = 0.05  # the media thread waits this long for microphone frames between checks
+
+
+class CallFactory:
+    def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings]) -> None:
+        self.gateway, self.voice, self.settings = gateway, voice, settings
+        self._asr: Any = None  # Whisper, loaded on the first call
+        self._lock = threading.Lock()
+
+    def mic_status(self) -> str | None:
+        """None when a microphone is there, else why calls cannot work (shown on the page)."""
+        from desktop.media.mic import input_problem
+
+        return input_problem()
+
+    async def start(self, mode: CallMode) -> Call:
+        """A started call (its session open, the microphone running); OmnideskError with a plain
+        message when the microphone, the speech models or the model are not available."""
+        settings = self.settings()
+        parts = await asyncio.to_thread(self._parts, settings)
+        call = Call(self.gateway, parts.mic, self.voice(), parts.detector, parts.transcriber,
+                    canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s)
+        try:
+            await call.start()
+        except BaseException:
+            parts.mic.close()
+            raise
+        threading.Thread(target=self._media, args=(call,), name="call-media", daemon=True).start()
+        return call
+
+    def _parts(self, settings: Settings) -> Any:
+        from desktop.engine.call_parts import make_call_parts
+        from desktop.media.asr import WhisperASR
+
+        device = "cuda" if settings.device.startswith("cuda") else "cpu"
+        with self._lock:
+            if self._asr is None:
+                self._asr = WhisperASR(device=device, threads=1)
+        return make_call_parts(settings.audio_input_device, asr=self._asr)
+
+    @staticmethod
+    def _media(call: Call) -> None:
+        while call.phase is not CallPhase.ENDED:
+            try:
+                call.pump(timeout=PUMP_WAIT_S)
+            except Exception:  # a broken frame must not end the call silently: log, go on
+                log.exception("call media step failed")

@@ -1,0 +1,66 @@
+"""A call as the app starts it (CallFactory), with real speech models: espeak speech through the
+fake microphone (the real one cannot open here), silero-vad, Whisper tiny.en with partials, the
+tiny LLM over a thread host, and the Voice speaking into the fake speaker. The user's sentence is
+understood, answered aloud in the call's session, and the call hangs up cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from desktop.call_factory import CallFactory
+from desktop.engine.call_state import CallMode, CallPhase
+from desktop.engine.gateway import Gateway
+from desktop.engine.voice import Voice
+from desktop.media.clock import RealClock
+from desktop.media.fake_audio import FakeAudioOutput
+from desktop.media.fake_mic import FakeMicrophone
+from desktop.media.wer import word_error_rate
+from desktop.model.loader import ModelSpec
+from desktop.model.tts import EspeakTTS
+from desktop.settings import Settings
+from desktop.workers.config import WorkerConfig
+from desktop.workers.thread_host import ThreadHost
+
+pytestmark = pytest.mark.speech_model
+SENTENCE = "Please tell me a short story about a red balloon."
+
+
+def test_a_spoken_sentence_is_understood_and_answered(monkeypatch):
+    clock = RealClock()  # the fake devices play and capture in real time, as real ones do
+    mic = FakeMicrophone(clock)
+    monkeypatch.setattr("desktop.media.mic.Microphone", lambda device=None: mic)
+
+    async def main() -> None:
+        speaker = FakeAudioOutput(clock, device_rate=22050, pre_roll_ms=40)
+        speaker.start(thread=True)
+        voice = Voice(lambda: EspeakTTS(rate_wpm=240), speaker, clock=clock)
+        gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
+        await gw.start()
+        assert await gw.wait_ready(timeout=60)
+        factory = CallFactory(gw, lambda: voice, lambda: Settings(call_idle_timeout_s=60.0))
+        assert factory.mic_status() is not None  # this machine has no microphone: the page says so
+        call = await factory.start(CallMode.DUPLEX)
+        events = []
+        call.listeners.append(events.append)
+        mic.start(thread=True)
+        spoken_at = mic.say(EspeakTTS(voice="en-us", rate_wpm=170), SENTENCE, at=clock.now() + 0.3)
+        deadline = time.monotonic() + 40
+        while not call.turns or call.turns[0].first_audio_t is None or call.turns[0].ttft_ms is None:
+            assert time.monotonic() < deadline, ([(e.kind, e.text) for e in events if e.kind != 'level'], call.phase)
+            await asyncio.sleep(0.02)
+        turn = call.turns[0]
+        assert word_error_rate(SENTENCE, turn.user_text) <= 0.2, turn.user_text
+        assert turn.speech_end_t is not None and turn.speech_end_t > spoken_at
+        assert turn.first_audio_t > turn.speech_end_t and turn.ttft_ms is not None
+        assert any(e.kind == "partial" for e in events) and any(e.kind == "assistant" for e in events)
+        await call.end()
+        assert call.phase is CallPhase.ENDED and events[-1].kind == "ended"
+        await gw.close()
+        voice.close()
+        speaker.close()
+        mic.close()
+
+    asyncio.run(asyncio.wait_for(main(), 90))
