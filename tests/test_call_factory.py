@@ -41,7 +41,6 @@ def test_a_spoken_sentence_is_understood_and_answered(monkeypatch):
         await gw.start()
         assert await gw.wait_ready(timeout=60)
         factory = CallFactory(gw, lambda: voice, lambda: Settings(call_idle_timeout_s=60.0))
-        assert factory.mic_status() is not None  # this machine has no microphone: the page says so
         call = await factory.start(CallMode.DUPLEX)
         events = []
         call.listeners.append(events.append)
