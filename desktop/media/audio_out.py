@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -59,6 +59,10 @@ class BufferedSink:
         self._played = 0
         self._dropped = 0
         self._closed = False
+        # Called from the device callback with each rendered block (a view: copy it) and the
+        # clock time of its first sample, e.g. the echo canceller's far-end reference. They
+        # must only copy: they run on the audio thread.
+        self.on_played: list[Callable[[np.ndarray, float], None]] = []
 
     @property
     def volume(self) -> float:
@@ -187,7 +191,13 @@ class BufferedSink:
 
     # ---- reader: the device callback body ----------------------------------------------------
     def _render(self, out: np.ndarray, now: float) -> None:
-        """Fill one device block `out` (1-D float32 view). Copies from the ring only."""
+        """Fill one device block `out` (1-D float32 view) and hand it to `on_played`."""
+        self._fill(out, now)
+        for tap in self.on_played:
+            tap(out, now)
+
+    def _fill(self, out: np.ndarray, now: float) -> None:
+        """Copy the next block from the ring into `out` (silence where there is none)."""
         jb = self._jitter
         filled = jb.read_into(out)
         if not filled:
