@@ -41,7 +41,7 @@ class EchoCanceller:
     sample captured at clock time t) and returns as many samples. The far end for the same
     span, `delay_ms` earlier, comes from `far` (silence when nothing played or no reference is
     wired: then only noise suppression acts). Frames that are not whole 10 ms blocks are carried
-    over, so their output lags by the remainder. One thread at a time."""
+    over, so their output lags a little more (`lag_s`). One thread at a time."""
 
     def __init__(self, far: FarEndReference | None = None, rate: int = SAMPLE_RATE,
                  config: EchoConfig | None = None) -> None:  # fmt: skip
@@ -54,12 +54,22 @@ class EchoCanceller:
         self._ap: Any = AudioProcessor(rate, echo_cancellation=True,
                                        noise_suppression=c.noise_suppression, ns_level=c.ns_level,
                                        stream_delay_ms=c.stream_delay_ms)  # fmt: skip
-        self.lag_s = (AEC_LAG + (NS_LAG if c.noise_suppression else 0)) / rate
+        self._lib_lag = AEC_LAG + (NS_LAG if c.noise_suppression else 0)
+        self._alpha = 1.0 - math.exp(-BLOCK / rate / c.erle_window_s)
+        self._start()
+
+    def _start(self) -> None:
         self._pending = np.zeros(0, np.float32)  # input not yet a whole block
         self._pending_t = 0.0  # clock time of _pending[0]
         self._out = np.zeros(0, np.float32)  # cleaned, not handed out yet
-        self._alpha = 1.0 - math.exp(-BLOCK / rate / c.erle_window_s)
+        self._carry: int | None = None  # samples of carry-over latency, fixed by the first frame
+        self.gaps = 0  # times the frame size changed so that silence had to be inserted
         self._zero_stats()
+
+    @property
+    def lag_s(self) -> float:
+        """How far the cleaned audio lags the input: WebRTC's own delay plus the carry-over."""
+        return (self._lib_lag + (self._carry or 0)) / self.rate
 
     def _zero_stats(self) -> None:
         self.blocks = 0
@@ -70,6 +80,11 @@ class EchoCanceller:
 
     def process(self, near: np.ndarray, t: float) -> np.ndarray:
         near = np.asarray(near, np.float32).reshape(-1)
+        if self._carry is None:
+            # A steady frame size of f leaves at most BLOCK - gcd(f, BLOCK) samples pending:
+            # hand out that much silence first so that the output never has to wait mid-stream.
+            self._carry = BLOCK - math.gcd(near.size, BLOCK) if near.size % BLOCK else 0
+            self._out = np.zeros(self._carry, np.float32)
         if self._pending.size == 0:
             self._pending_t = t
         data = np.concatenate([self._pending, near]) if self._pending.size else near
@@ -81,7 +96,8 @@ class EchoCanceller:
             self._out = np.concatenate([self._out, out]) if self._out.size else out
         self._pending = data[n:].copy()
         self._pending_t += n / self.rate
-        if self._out.size < near.size:  # only at the start, with partial blocks
+        if self._out.size < near.size:  # the frame size changed: a gap of silence
+            self.gaps += 1
             self._out = np.concatenate([np.zeros(near.size - self._out.size, np.float32), self._out])
         result, self._out = self._out[: near.size], self._out[near.size :]
         return result
@@ -129,6 +145,4 @@ class EchoCanceller:
     def reset(self) -> None:
         """Forget the echo path and noise estimates (a new call), keep the configuration."""
         self._ap.reset()
-        self._pending = np.zeros(0, np.float32)
-        self._out = np.zeros(0, np.float32)
-        self._zero_stats()
+        self._start()
