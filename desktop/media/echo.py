@@ -14,7 +14,8 @@ from desktop.media.frames import SAMPLE_RATE
 
 BLOCK = 160  # WebRTC processes 10 ms blocks; process() pads a shorter tail, so feed it whole ones
 # Output lags input by a fixed amount (pywebrtc-audio 0.2.0, measured by cross-correlation):
-# AEC3 128 samples, noise suppression another 96. A cleaned frame stamped t holds audio from t - lag.
+# AEC3 128 samples, noise suppression another 96: a cleaned frame stamped t holds audio from
+# t - lag.
 AEC_LAG = 128
 NS_LAG = 96
 _FAR_ACTIVE = 10 ** (-50 / 10)  # far-end block mean square above -50 dBFS: the speaker is talking
@@ -98,7 +99,8 @@ class EchoCanceller:
         self._pending_t += n / self.rate
         if self._out.size < near.size:  # the frame size changed: a gap of silence
             self.gaps += 1
-            self._out = np.concatenate([np.zeros(near.size - self._out.size, np.float32), self._out])
+            gap = np.zeros(near.size - self._out.size, np.float32)
+            self._out = np.concatenate([gap, self._out])
         result, self._out = self._out[: near.size], self._out[near.size :]
         return result
 

@@ -89,7 +89,8 @@ def call(delay_ms: float, gain: float, *, user: np.ndarray | None = None,
 
 def db(a: np.ndarray, b: np.ndarray) -> float:
     """10·log10 of the energy of a over that of b."""
-    return 10 * np.log10(np.sum(np.square(a, dtype=np.float64)) / np.sum(np.square(b, dtype=np.float64)))
+    return 10 * np.log10(np.sum(np.square(a, dtype=np.float64))
+                         / np.sum(np.square(b, dtype=np.float64)))
 
 
 def envelope_corr(a: np.ndarray, b: np.ndarray) -> float:
@@ -97,7 +98,8 @@ def envelope_corr(a: np.ndarray, b: np.ndarray) -> float:
     k = min(a.size, b.size) // FRAME_SAMPLES
 
     def env(x: np.ndarray) -> np.ndarray:
-        return np.log10(np.square(x[: k * FRAME_SAMPLES].reshape(k, -1), dtype=np.float64).mean(1) + 1e-8)
+        frames = x[: k * FRAME_SAMPLES].reshape(k, -1).astype(np.float64)
+        return np.log10(np.square(frames).mean(1) + 1e-8)
 
     return float(np.corrcoef(env(a), env(b))[0, 1])
 
@@ -167,8 +169,9 @@ def test_any_frame_size_gives_the_same_audio(frame):
 def test_with_nothing_played_speech_passes_delayed_by_the_stated_lag():
     aec = EchoCanceller(None)
     speech = np.concatenate([np.zeros(4000, np.float32), 0.5 * user_voice()])
+    starts = range(0, speech.size - FRAME_SAMPLES + 1, FRAME_SAMPLES)
     out = np.concatenate([aec.process(speech[i : i + FRAME_SAMPLES], T0 + i / SAMPLE_RATE)
-                          for i in range(0, speech.size - FRAME_SAMPLES + 1, FRAME_SAMPLES)])  # fmt: skip
+                          for i in starts])  # fmt: skip
     lag = round(aec.lag_s * SAMPLE_RATE)
     assert lag == AEC_LAG + NS_LAG
     shifted = out[lag:]
