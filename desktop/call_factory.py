@@ -32,14 +32,17 @@ class CallFactory:
     async def start(self, mode: CallMode) -> Call:
         """A started call (its session open, the microphone running); OmnideskError with a plain
         message when the microphone, the speech models or the model are not available."""
-        settings = self.settings()
+        settings, voice = self.settings(), self.voice()
         parts = await asyncio.to_thread(self._parts, settings)
-        call = Call(self.gateway, parts.mic, self.voice(), parts.detector, parts.transcriber,
+        untap = self._echo(parts, getattr(voice, "sink", None))
+        call = Call(self.gateway, parts.mic, voice, parts.detector, parts.transcriber,
                     canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s)
+        call.listeners.append(lambda event: untap() if event.kind == "ended" else None)
         try:
             await call.start()
         except BaseException:
             parts.mic.close()
+            untap()
             raise
         threading.Thread(target=self._media, args=(call,), name="call-media", daemon=True).start()
         return call
@@ -53,6 +56,20 @@ class CallFactory:
             if self._asr is None:
                 self._asr = WhisperASR(device=device, threads=1)
         return make_call_parts(settings.audio_input_device, asr=self._asr)
+
+    @staticmethod
+    def _echo(parts: Any, speaker: Any) -> Callable[[], None]:
+        """Cancel the speaker's echo in the microphone: what the speaker plays is the far end.
+        Returns how to detach the tap when the call ends."""
+        played = getattr(speaker, "on_played", None)
+        if played is None:  # no speaker (audio off): nothing can echo
+            return lambda: None
+        from desktop.media.echo import EchoCanceller
+        from desktop.media.far_end import FarEndReference
+
+        far = FarEndReference.tap(speaker)
+        parts.canceller = EchoCanceller(far)
+        return lambda: far.on_played in played and played.remove(far.on_played)
 
     @staticmethod
     def _media(call: Call) -> None:

@@ -90,6 +90,11 @@ class Voice:
             self._listeners.remove(listener)
 
     @property
+    def sink(self) -> AudioSink | None:
+        """Where the voice plays (the speaker): a call taps it for its echo canceller's far end."""
+        return self._sink
+
+    @property
     def speaking(self) -> bool:
         """Whether anything is being spoken or replayed (or waits to be)."""
         return bool(self._plays)
