@@ -71,11 +71,13 @@ class TurnMetrics:
     turn: int
     user_text: str = ""
     speech_end_t: float | None = None  # clock time of the user's last voiced sample
-    asr_ms: float | None = None  # end of speech → final transcript
+    asr_ms: float | None = None  # the wait for the final transcript once the VAD ended the turn
     ttft_ms: float | None = None  # the reply's first token (the worker's figure)
     cached_tokens: int = 0
     new_tokens: int = 0
     kv_tokens: int = 0  # the session's KV after the reply
+    transcript_t: float | None = None  # clock time the final transcript was there
+    first_token_t: float | None = None  # clock time the reply's first text arrived
     first_audio_t: float | None = None  # clock time the reply's first sample reached the speaker
     assistant_text: str = ""
     heard: str | None = None  # set when a barge-in cut the reply: what was kept
@@ -139,9 +141,7 @@ class Call:
 
     async def end(self) -> None:
         """Hang up: stop the reply, close the session, release the microphone."""
-        with self._lock:
-            actions = self.state.end(self.clock.now())
-        self._act(actions)
+        self._do(self.state.end)
         await self._settle()
 
     async def _settle(self) -> None:
@@ -159,9 +159,7 @@ class Call:
         frames = self.mic.read(timeout=timeout)
         for samples, t, level in zip(frames.samples, frames.times, frames.levels):
             self._frame(samples, float(t), float(level))
-        with self._lock:
-            actions = self.state.tick(self.clock.now())
-        self._act(actions)
+        self._do(self.state.tick)
         return len(frames)
 
     def _frame(self, samples: np.ndarray, t: float, level: float) -> None:
@@ -171,13 +169,9 @@ class Call:
         clean = self.canceller.process(samples, t) if self.canceller is not None else samples
         self._remember(clean)
         for kind, at in self.detector.feed(clean, t):
-            with self._lock:
-                if kind == "start":
-                    actions = self.state.speech_start(at)
-                else:
-                    self._pending_end_t = at
-                    actions = self.state.speech_end(at)
-            self._act(actions)
+            if kind != "start":
+                self._pending_end_t = at
+            self._do(self.state.speech_start if kind == "start" else self.state.speech_end, at)
         if self._collecting:
             self.transcriber.feed(clean, self.detector.voiced)
 
@@ -207,23 +201,26 @@ class Call:
         self._do(self.state.resume)
 
     def set_muted(self, on: bool) -> None:
-        with self._lock:
-            actions = self.state.mute(on, self.clock.now())
-        self._act(actions)
+        self._do(lambda now: self.state.mute(on, now))
 
     def set_mode(self, mode: CallMode) -> None:
         with self._lock:
             self.state.set_mode(mode)
 
-    def _do(self, transition: Callable[[float], list[Action]]) -> None:
+    def _do(self, transition: Callable[[float], list[Action]], at: float | None = None) -> None:
+        """One transition of the turn logic (at the clock's now unless `at`), then its actions;
+        a change of phase is reported once it happened."""
         with self._lock:
-            actions = transition(self.clock.now())
+            before = self.state.phase
+            actions = transition(self.clock.now() if at is None else at)
+            after = self.state.phase
+        if after is not before:
+            self._emit(CallEvent("phase", phase=after))
         self._act(actions)
 
     # ------------------------------------------------------------------ actions
 
     def _act(self, actions: list[Action]) -> None:
-        before = self.state.phase
         for action in actions:
             if isinstance(action, BeginUtterance):
                 self._collecting = True
@@ -242,17 +239,14 @@ class Call:
                 self._stop_reply(action.reason)
             elif isinstance(action, EndCall):
                 self._spawn(self._close(action.reason))
-        if self.state.phase is not before:
-            self._emit(CallEvent("phase", phase=self.state.phase))
 
     def _transcribed(self, text: str, asr_ms: float, end_t: float) -> None:
         """The final transcript of an utterance (on the transcriber's thread)."""
         with self._lock:
             self._last_asr = (text, asr_ms, end_t)
-            actions = self.state.transcript(text, self.clock.now())
         if text.strip():
             self._emit(CallEvent("user", text.strip()))
-        self._act(actions)
+        self._do(lambda now: self.state.transcript(text, now))
 
     def _spawn(self, coro: Any) -> None:
         loop = self._loop
@@ -277,15 +271,21 @@ class Call:
     # ------------------------------------------------------------------ the reply (asyncio loop)
 
     async def _run_reply(self, text: str) -> None:
-        text_, asr_ms, end_t = getattr(self, "_last_asr", (text, None, None))
-        metrics = TurnMetrics(len(self.turns) + 1, text, end_t, asr_ms)
+        _, asr_ms, end_t = getattr(self, "_last_asr", (text, None, None))
+        metrics = TurnMetrics(len(self.turns) + 1, text, end_t, asr_ms, transcript_t=self.clock.now())
         self.turns.append(metrics)
         reply = self._reply = _Reply(metrics=metrics)
         reply.task = asyncio.current_task()
         try:
-            await _drain(self.gateway.append_input(self.session_id, [{"role": "user", "content": text}]))
+            # both at once: the session runs them in order, so the reply needs no round trip between
+            appended = self.gateway.append_input(self.session_id, [{"role": "user", "content": text}])
             stream = self.gateway.generate_stream(self.session_id, self.params)
             reply.request_id = stream.request_id
+            try:
+                await _drain(appended)
+            except OmnideskError:  # the words did not go in: no reply to them
+                await self._cancel(stream.request_id)
+                raise
             if self.state.phase is not CallPhase.THINKING:  # cut while the input was read: not a word
                 await self._cancel(stream.request_id)
                 await _drain(stream)
@@ -293,6 +293,8 @@ class Call:
             self.voice.speak_begin(stream.request_id)
             async for event in stream:
                 if isinstance(event, ChunkEvent) and event.text_delta:
+                    if metrics.first_token_t is None:
+                        metrics.first_token_t = self.clock.now()
                     metrics.assistant_text += event.text_delta
                     self.voice.speak_delta(stream.request_id, event.text_delta)
                     self._emit(CallEvent("assistant", event.text_delta))

@@ -13,6 +13,11 @@ import numpy as np
 
 from desktop.media.vad import SileroVAD, SpeechStart, VadConfig
 
+# A call's VAD: speech confirmed after one 32 ms chunk (a barge-in silences the speaker sooner;
+# the echo canceller keeps the assistant's own voice out), the turn ended after 500 ms of silence
+# (the speculative final transcript still fits in it; measured with bench/call.py).
+CALL_VAD = VadConfig(min_speech_ms=32, end_silence_ms=500)
+
 
 class VadDetector:
     """SileroVAD → ("start" | "end", t) events; `voiced` says whether the latest chunk is speech."""
@@ -86,7 +91,7 @@ def make_call_parts(input_device: str | int | None = None, *, asr: Any = None, a
     from desktop.media.mic import Microphone
     from desktop.media.partials import PartialTranscriber
 
-    detector = VadDetector(SileroVAD(vad))
+    detector = VadDetector(SileroVAD(vad or CALL_VAD))
     asr = asr if asr is not None else WhisperASR(device=asr_device, threads=threads)
     source = mic if mic is not None else Microphone(input_device)
     return CallParts(source, detector, WhisperTranscriber(PartialTranscriber(asr)), canceller)

@@ -171,6 +171,9 @@ def test_a_call_answers_aloud_is_cut_by_speech_and_keeps_what_was_heard():
         await call.end()
         assert call.phase is CallPhase.ENDED and mic.closed and events[-1].kind == "ended"
         assert {e.kind for e in events} >= {"phase", "level", "partial", "user", "assistant", "cut", "metrics", "ended"}
+        phases = [e.phase for e in events if e.kind == "phase"]  # every change reported, whichever thread made it
+        assert phases[:5] == [CallPhase.LISTENING, CallPhase.USER_SPEAKING, CallPhase.TRANSCRIBING,
+                              CallPhase.THINKING, CallPhase.SPEAKING] and phases[-1] is CallPhase.ENDED
         await gw.close()
         voice.close()
         speaker.close()

@@ -1,0 +1,212 @@
+"""Voice-call latency and robustness (issue 10): a scripted call in real time through the fakes.
+
+The user's turns are espeak speech played into the fake microphone (16 kHz frames through the
+same capture path as a real one); the call runs as in the app: echo canceller, silero-vad,
+Whisper tiny.en with partials, the embedded default model (dtype auto, one thread) in one session
+for the whole call, the reply spoken by Piper (or espeak) into the fake speaker, which plays in
+real time; with echo on (default) the speaker is looped back into the microphone (60 ms, gain
+0.4), so the assistant hears itself. Some turns are interrupted 1 s after the reply starts.
+
+Per turn: end of speech (the last sample of the user's audio, known exactly) → first audible
+sample of the reply, split into the VAD's end-of-turn wait, the final-transcript wait, the LLM's
+first token and the TTS up to the first sample; ASR wait; TTFT; cached/new tokens. Barge-in:
+the user's speech onset → the first speaker block that is silent (and stays silent 200 ms).
+`echo_barge_ins`: barge-ins the script did not cause (the assistant's own voice). WER of the
+transcripts over the script. The last line is JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from desktop.engine.call import Call  # noqa: E402
+from desktop.engine.call_parts import make_call_parts  # noqa: E402
+from desktop.engine.call_state import CallPhase  # noqa: E402
+from desktop.engine.gateway import Gateway  # noqa: E402
+from desktop.engine.voice import Voice  # noqa: E402
+from desktop.media.clock import RealClock  # noqa: E402
+from desktop.media.echo import EchoCanceller  # noqa: E402
+from desktop.media.fake_audio import FakeAudioOutput  # noqa: E402
+from desktop.media.fake_mic import FakeMicrophone  # noqa: E402
+from desktop.media.far_end import FarEndReference  # noqa: E402
+from desktop.media.wer import word_error_rate  # noqa: E402
+from desktop.model.loader import ModelSpec  # noqa: E402
+from desktop.model.params import SamplingParams  # noqa: E402
+from desktop.model.tts import EspeakTTS, make_tts  # noqa: E402
+from desktop.workers.config import WorkerConfig  # noqa: E402
+from desktop.workers.thread_host import ThreadHost  # noqa: E402
+
+SCRIPT = [
+    "Hello, can you hear me?",
+    "What is the capital of France?",
+    "Tell me something about the history of that city.",
+    "How many people live there today?",
+    "What should I visit first?",
+    "Is the food expensive there?",
+    "What is a good dish to try?",
+    "How do I say thank you in French?",
+    "What is the weather like in spring?",
+    "Thanks, that is all for now.",
+]
+BARGE = "Sorry, let me stop you there."
+SILENT = 1e-4  # a block whose peak is below this is silence
+
+
+def p(values: list[float], q: float) -> float | None:
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    return float(np.percentile(values, q))
+
+
+async def wait(cond, timeout: float, what: str, state=lambda: "") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"Timed out waiting for {what} ({state()}).")
+        await asyncio.sleep(0.01)
+
+
+def silenced_at(blocks: list[tuple[float, float, float]], onset: float, hold_s: float = 0.2) -> float | None:
+    """The start of the first block at or after `onset` from which the speaker stays silent for
+    `hold_s`; blocks are (start, end, peak)."""
+    for i, (start, _, peak) in enumerate(blocks):
+        if start < onset - 1e-9 or peak >= SILENT:
+            continue
+        quiet = [b for b in blocks[i:] if b[0] < start + hold_s]
+        if all(b[2] < SILENT for b in quiet) and quiet[-1][1] >= start + hold_s - 0.05:
+            return start
+    return None
+
+
+async def run(args: argparse.Namespace) -> dict:
+    clock = RealClock()
+    gw = Gateway([ThreadHost("w0", ModelSpec(args.model, args.dtype), WorkerConfig(num_slots=2), threads=args.threads)])
+    await gw.start()
+    if not await gw.wait_ready(timeout=300):
+        raise SystemExit("The model did not load.")
+    speaker = FakeAudioOutput(clock, device_rate=48000, pre_roll_ms=120, record=args.echo)  # the loop reads it
+    blocks: list[tuple[float, float, float]] = []
+    speaker.on_played.append(lambda b, t: blocks.append((t, t + b.size / 48000, float(np.abs(b).max()) if b.size else 0.0)))
+    speaker.start(thread=True)
+    voice = Voice(lambda: make_tts(args.tts), speaker, clock=clock)
+    voice.prepare()
+    mic = FakeMicrophone(clock)
+    canceller = None
+    if args.echo:
+        mic.loopback(speaker, delay_ms=60, gain=0.4)
+        canceller = EchoCanceller(FarEndReference.tap(speaker))
+    parts = make_call_parts(mic=mic, canceller=canceller, threads=1)
+    call = Call(gw, mic, voice, parts.detector, parts.transcriber, canceller=parts.canceller, clock=clock,
+                params=SamplingParams(max_tokens=args.reply_tokens, temperature=0.0))
+    if args.verbose:
+        t0 = clock.now()
+        call.listeners.append(lambda e: e.kind != "level" and print(
+            f"{clock.now() - t0:7.2f} {e.kind} {e.phase.value if e.phase else ''} {e.text[:60]!r}", file=sys.stderr, flush=True))
+    await call.start()
+    mic.start(thread=True)
+    stop = threading.Event()
+
+    def media() -> None:
+        while not stop.is_set() and call.phase is not CallPhase.ENDED:
+            call.pump(timeout=0.02)
+
+    threading.Thread(target=media, name="bench-media", daemon=True).start()
+    user = EspeakTTS(voice="en-us", rate_wpm=165)
+    truth: list[dict] = []
+    onsets: list[float] = []
+    barge = {int(x) for x in args.barge_in.split(",") if x}
+    await wait(lambda: voice._pipeline is not None, 60, "the voice to load")  # noqa: SLF001 - a bench
+    for i, sentence in enumerate(SCRIPT[: args.turns]):
+        await wait(lambda: len(call.turns) >= len(truth) and call.phase is CallPhase.LISTENING and not voice.speaking,
+                   120, f"turn {i + 1} to start", lambda: f"phase {call.phase.value}, {len(call.turns)} turns")
+        n = len(call.turns)
+        at = mic.say(user, sentence, at=clock.now() + 0.3)
+        if args.verbose:
+            print(f"{at - t0:7.2f} SAY {sentence!r} until {mic.end_time() - t0:.2f}", file=sys.stderr, flush=True)
+        truth.append(dict(text=sentence, onset=at, eos=mic.end_time()))
+        if i + 1 in barge:
+            await wait(lambda: len(call.turns) > n and call.turns[n].first_audio_t is not None, 120, "the reply's first audio")
+            await asyncio.sleep(1.0)
+            at = mic.say(user, BARGE, at=clock.now() + 0.02)
+            onsets.append(at)
+            truth.append(dict(text=BARGE, onset=at, eos=mic.end_time(), barge=True))
+    await wait(lambda: len(call.turns) >= len(truth) and call.phase is CallPhase.LISTENING and not voice.speaking,
+               120, "the last reply", lambda: f"phase {call.phase.value}, {len(call.turns)} turns for {len(truth)} "
+               f"utterances, heard {[t.user_text for t in call.turns]}, speaking {voice.speaking}")
+    await call.end()
+    stop.set()
+    await gw.close()
+    voice.close()
+    speaker.close()
+    mic.close()
+
+    turns = call.turns
+    rows = []
+    for k, (t, want) in enumerate(zip(turns, truth)):
+        eos = want["eos"]
+        row = dict(turn=k + 1, said=want["text"], heard_asr=t.user_text, asr_ms=t.asr_ms, ttft_ms=t.ttft_ms,
+                   cached=t.cached_tokens, new=t.new_tokens, kv=t.kv_tokens,
+                   eos_to_audio_ms=None if t.first_audio_t is None else (t.first_audio_t - eos) * 1000,
+                   vad_wait_ms=None if t.transcript_t is None or t.asr_ms is None else (t.transcript_t - eos) * 1000 - t.asr_ms,
+                   llm_ms=None if t.first_token_t is None or t.transcript_t is None else (t.first_token_t - t.transcript_t) * 1000,
+                   tts_ms=None if t.first_audio_t is None or t.first_token_t is None else (t.first_audio_t - t.first_token_t) * 1000,
+                   cut=t.heard is not None)
+        rows.append(row)
+        print(json.dumps({k2: round(v, 1) if isinstance(v, float) else v for k2, v in row.items()}), flush=True)
+    barge_ms = [(s - o) * 1000 if (s := silenced_at(blocks, o)) is not None else None for o in onsets]
+    scripted = [r for r, w in zip(rows, truth) if not w.get("barge")]
+    ttfts = [r["ttft_ms"] for r in scripted]
+    return {
+        "turns": len(rows), "model": args.model, "tts": args.tts, "echo": args.echo, "threads": args.threads,
+        "eos_to_audio_ms_p50": p([r["eos_to_audio_ms"] for r in rows], 50),
+        "eos_to_audio_ms_p95": p([r["eos_to_audio_ms"] for r in rows], 95),
+        "breakdown_ms_p50": {"vad_wait": p([r["vad_wait_ms"] for r in rows], 50), "asr_wait": p([r["asr_ms"] for r in rows], 50),
+                             "llm_first_token": p([r["llm_ms"] for r in rows], 50), "tts_first_audio": p([r["tts_ms"] for r in rows], 50)},
+        "asr_ms_p50": p([r["asr_ms"] for r in rows], 50),
+        "ttft_ms": [None if x is None else round(x, 1) for x in ttfts],
+        "ttft_turn10_over_turn2": (ttfts[9] / ttfts[1]) if len(ttfts) >= 10 and ttfts[1] and ttfts[9] else None,
+        "barge_in_ms": [None if x is None else round(x, 1) for x in barge_ms],
+        "barge_in_ms_p95": p([x for x in barge_ms if x is not None], 95) if barge_ms and None not in barge_ms else None,
+        "barge_ins_missed": sum(x is None for x in barge_ms),
+        "echo_barge_ins": max(call.state.barge_ins - len(onsets), 0),
+        "underruns": speaker.stats()["underruns"],
+        "wer": word_error_rate(" ".join(w["text"] for w in truth), " ".join(t.user_text for t in turns)),
+        "kv_tokens_last": rows[-1]["kv"] if rows else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=10)
+    ap.add_argument("--barge-in", default="3,6,9", help="turns interrupted 1 s into the reply (comma-separated)")
+    ap.add_argument("--tts", default="piper", choices=["piper", "espeak"])
+    ap.add_argument("--no-echo", dest="echo", action="store_false", help="no speaker → microphone loop")
+    ap.add_argument("--model", default="default")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--reply-tokens", type=int, default=60)
+    ap.add_argument("--quick", action="store_true", help="4 turns, one interrupted")
+    ap.add_argument("--verbose", action="store_true", help="print the call's events as they happen (stderr)")
+    args = ap.parse_args()
+    if args.quick:
+        args.turns, args.barge_in = 4, "2"
+    torch.set_num_threads(args.threads)
+    print(json.dumps(asyncio.run(run(args))))
+
+
+if __name__ == "__main__":
+    main()
