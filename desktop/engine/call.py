@@ -134,7 +134,7 @@ class Call:
     async def start(self) -> None:
         """Open the call's session and start listening."""
         self._loop = asyncio.get_running_loop()
-        self.session_id = await self.gateway.create_session(self.system)
+        self.session_id = await self.gateway.create_session(self.system, call=True)
         self.voice.add_listener(self._on_voice)
         self.mic.start()
         self._emit(CallEvent("phase", phase=self.state.phase))
@@ -196,9 +196,16 @@ class Call:
 
     def pause(self) -> None:
         self._do(self.state.pause)
+        self._duplex(paused=True)
 
     def resume(self) -> None:
         self._do(self.state.resume)
+        self._duplex(paused=False)
+
+    def _duplex(self, paused: bool) -> None:
+        loop, mark = self._loop, getattr(self.gateway, "pause_call", None)
+        if loop is not None and mark is not None and self.session_id is not None:
+            loop.call_soon_threadsafe(mark, self.session_id, paused)
 
     def set_muted(self, on: bool) -> None:
         self._do(lambda now: self.state.mute(on, now))

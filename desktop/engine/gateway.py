@@ -96,12 +96,14 @@ class Gateway(EventIntake):
         entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs))
         return self._enqueue(entry, msgs)
 
-    async def create_session(self, system: str | None = None) -> str:
-        """Open a session on one worker (for its whole life) and prefill the system prompt."""
+    async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
+        """Open a session on one worker (for its whole life) and prefill the system prompt. A
+        voice call's session (`call`) goes where it pushes out the fewest cached chats, and its
+        worker is then in the duplex state (chats are routed elsewhere when they can be)."""
         system = check_system(system, self._max_chars())
         sid = f"s-{uuid.uuid4().hex[:12]}"
         rid = f"create-{sid}"
-        entry = Entry(rid, CreateSession(rid, sid, system), self._future(), session_id=sid)
+        entry = Entry(rid, CreateSession(rid, sid, system), self._future(), session_id=sid, call=call)
         self._enqueue(entry)
         try:
             event = await asyncio.shield(entry.done)
@@ -114,7 +116,15 @@ class Gateway(EventIntake):
         if isinstance(event, ErrorEvent):
             cls = {WorkerCrashed.code: WorkerCrashed, ModelLoadError.code: ModelLoadError}.get(event.code, OmnideskError)
             raise cls(event.message, code=event.code, retryable=event.retryable)
+        if call and entry.worker_id is not None:
+            self._pool.mark_call(entry.worker_id, sid, paused=False)
         return sid
+
+    def pause_call(self, session_id: str, paused: bool) -> None:
+        """A call was paused or resumed: its worker's duplex state follows (DUPLEX_PAUSED while
+        every call on it is paused)."""
+        if not self._sessions.is_closed(session_id):
+            self._pool.mark_call(self._sessions.worker_of(session_id), session_id, paused)
 
     def append_input(self, session_id: str, messages: Iterable[Any]) -> RequestStream:
         """Append messages to a session and prefill them (waits for the session's worker)."""

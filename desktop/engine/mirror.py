@@ -26,6 +26,13 @@ class Route(str, Enum):
 
 
 UP_STATES = (WorkerState.IDLE, WorkerState.BUSY)
+
+
+class Duplex(str, Enum):
+    """A worker serving a voice call: its latency matters more than anything routed beside it."""
+
+    ACTIVE = "duplex_active"
+    PAUSED = "duplex_paused"
 IN_USE = ("active", "busy")  # a snapshot's state for a slot a request builds or runs in
 
 
@@ -50,6 +57,7 @@ class WorkerMirror:
     slots: list[SlotInfo] = field(default_factory=lambda: [empty_slot(0)])
     used_at: dict[int, float] = field(default_factory=dict)  # slot → gateway clock at its last Done
     running: dict[str, bytes | None] = field(default_factory=dict)
+    calls: dict[str, bool] = field(default_factory=dict)  # voice-call session → paused
 
     @property
     def up(self) -> bool:
@@ -71,6 +79,7 @@ class WorkerMirror:
         self.slots = [empty_slot(i) for i in range(max(num_slots, 1))]
         self.used_at.clear()
         self.running.clear()
+        self.calls.clear()
 
     # ------------------------------------------------------------------ routing reads
 
@@ -150,3 +159,17 @@ class WorkerMirror:
     def forget_session(self, session_id: str) -> None:
         """The session ended without a snapshot: its slot is free to evict (its KV is gone)."""
         self.slots = [empty_slot(s.index) if s.session_id == session_id else s for s in self.slots]
+        self.calls.pop(session_id, None)
+
+    @property
+    def duplex(self) -> Duplex | None:
+        """The seed's duplex states: ACTIVE while a voice call here is live, PAUSED while every
+        call here is paused; None without calls."""
+        if not self.calls:
+            return None
+        return Duplex.PAUSED if all(self.calls.values()) else Duplex.ACTIVE
+
+    @property
+    def cached_slots(self) -> int:
+        """Slots holding some chat's history (what a new call placed here would push out)."""
+        return sum(1 for s in self.slots if s.session_id is None and (s.hashes or s.tokens))

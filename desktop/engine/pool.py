@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from desktop.engine.eta import ServiceTimes, Waits
-from desktop.engine.mirror import IN_USE, Route, WorkerMirror
+from desktop.engine.mirror import IN_USE, Duplex, Route, WorkerMirror
 from desktop.protocol import Command, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.protocol import WorkerState, WorkerStatus
@@ -27,6 +27,7 @@ class Entry:
     pin: str | None = None
     session_id: str | None = None
     history: bytes = b""  # history_hash(messages) of a chat
+    call: bool = False  # a voice call's CreateSession: placed where it costs chats no cache
     arrived: float = 0.0
     position: int = 0  # 1-based while queued, 0 otherwise
     eta_s: float = 0.0
@@ -77,7 +78,8 @@ class Pool:
         """Each worker's state, capacity in use and slot mirror, for the admin panel. A slot is
         in use when the worker's last snapshot said so."""
         return [{
-            "id": m.worker_id, "state": m.state.value, "capacity": m.capacity, "in_flight": len(m.running),
+            "id": m.worker_id, "state": m.duplex.value if m.up and m.duplex else m.state.value,
+            "capacity": m.capacity, "in_flight": len(m.running), "calls": len(m.calls),
             "slots": [{"index": s.index, "in_use": s.state in IN_USE, "session_id": s.session_id,
                        "tokens": s.tokens, "hashes": len(s.hashes), "last_used": m.used_at.get(s.index, 0.0)}
                       for s in m.slots],
@@ -156,6 +158,10 @@ class Pool:
         self._publish_positions()
         return failed
 
+    def mark_call(self, worker_id: str, session_id: str, paused: bool) -> None:
+        """A voice call's session lives on this worker (live, or paused)."""
+        self.workers[worker_id].calls[session_id] = paused
+
     def forget_session(self, worker_id: str, session_id: str) -> None:
         """A session ended: its slot may serve chats again, which may be waiting for one."""
         self.workers[worker_id].forget_session(session_id)
@@ -227,12 +233,17 @@ class Pool:
         less those its running requests take (`WorkerMirror._open`). Ties go to the worker with
         the most free capacity (spreads load), then pool order."""
         ups = sorted((w for w in self.workers.values() if w.free > 0), key=lambda w: -w.free)
+        if entry.call:  # a new call: the worker whose slots hold the fewest chats, without a live call
+            ups.sort(key=lambda w: (w.duplex is Duplex.ACTIVE, w.cached_slots, -len(w.empty_slots()), -w.free))
+            best = next((w for w in ups if w.empty_slots() or w.lru_slot()), None)
+            return (best.worker_id, Route.FREE if best.empty_slots() else Route.EVICT) if best else None
+        ups.sort(key=lambda w: w.duplex is Duplex.ACTIVE)  # stable: chats keep away from a live call
         hits = [w for w in ups if w.hit_slot(entry.history) is not None]
         if hits:
             return hits[0].worker_id, Route.HIT
         empties = [(w, n) for w in ups if (n := len(w.empty_slots()))]
         if empties:
-            return max(empties, key=lambda pair: (pair[0].free, pair[1]))[0].worker_id, Route.FREE
+            return max(empties, key=lambda pair: (pair[0].duplex is not Duplex.ACTIVE, pair[0].free, pair[1]))[0].worker_id, Route.FREE
         oldest = min(((found[1], i, w.worker_id) for i, w in enumerate(ups) if (found := w.lru_slot())), default=None)
         return (oldest[2], Route.EVICT) if oldest else None
 

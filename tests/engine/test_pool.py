@@ -212,3 +212,31 @@ def test_eta_and_wait_percentiles() -> None:
     for ms in range(1, 101):
         waits.add(float(ms))
     assert waits.percentile(50) == 50.0 and waits.percentile(95) == 95.0 and waits.percentile(100) == 100.0
+
+
+def test_a_new_call_goes_where_it_costs_chats_no_cache_and_chats_then_avoid_it(loop) -> None:
+    """Issue 10: a voice call's session is placed on the worker whose slots hold the fewest chats
+    (even with less capacity free); that worker is then DUPLEX_ACTIVE (PAUSED when its calls
+    are), and new chats go to the other worker while they can."""
+    rec = Recorder()
+    pool = make_pool({"w1": (4, 4), "w2": (2, 4)}, rec)
+    pool.workers["w1"].slots = [held(0, b"a"), held(1, b"b"), held(2), held(3)]  # w1 caches two chats
+    call = Entry("c", CreateSession("c", "s1"), loop.create_future(), session_id="s1", call=True)
+    pool.submit(call)
+    assert call.worker_id == "w2"  # w1 has more room, but its cache would be pushed out
+    pool.release("c", slot=0)
+    pool.mark_call("w2", "s1", paused=False)
+    assert [w["state"] for w in pool.worker_stats()] == ["idle", "duplex_active"]
+    pool.mark_call("w2", "s1", paused=True)
+    assert pool.worker_stats()[1]["state"] == "duplex_paused" and pool.worker_stats()[1]["calls"] == 1
+    pool.forget_session("w2", "s1")
+    assert pool.worker_stats()[1]["state"] == "idle"
+    roomy = make_pool({"w1": (2, 4), "w2": (4, 4)}, Recorder())
+    roomy.mark_call("w2", "s2", paused=False)
+    fresh = chat(loop, "fresh")
+    roomy.submit(fresh)
+    assert fresh.worker_id == "w1"  # empty slots on both, more room on w2: but w2 has a live call
+    roomy.mark_call("w2", "s2", paused=True)
+    later = chat(loop, "later")
+    roomy.submit(later)
+    assert later.worker_id == "w2"  # a paused call does not keep chats away
