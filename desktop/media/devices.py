@@ -80,12 +80,17 @@ def find_output(device: int | str | None = None) -> AudioDevice:
     found, reason = output_devices()
     if not found:
         raise AudioUnavailable(reason or NO_OUTPUT)
+    chosen = pick(found, device)
+    if chosen is None:
+        raise AudioUnavailable(f"Sound output device {device!r} not found — audio is off")
+    return chosen
+
+
+def pick(found: list[AudioDevice], device: int | str | None) -> AudioDevice | None:
+    """From a non-empty list: the system default for None, else the device with that index or
+    the first whose name contains the text (any case); None when none matches."""
     if device is None:
         return next((d for d in found if d.is_default), found[0])
     if isinstance(device, int):
-        match = [d for d in found if d.index == device]
-    else:
-        match = [d for d in found if device.lower() in d.name.lower()]
-    if not match:
-        raise AudioUnavailable(f"Sound output device {device!r} not found — audio is off")
-    return match[0]
+        return next((d for d in found if d.index == device), None)
+    return next((d for d in found if device.lower() in d.name.lower()), None)

@@ -10,13 +10,16 @@ import numpy as np
 
 from desktop.media.audio_out import BufferedSink
 from desktop.media.clock import Clock
+from desktop.media.timeline import DeviceTimeline
 
 
-class FakeAudioOutput(BufferedSink):
+class FakeAudioOutput(DeviceTimeline, BufferedSink):
     """Plays `block_ms` of audio per `block_ms` of clock time, from the moment `start()` is
     called. `pump(until)` renders every block due by `until` (default: the clock's now), each
     stamped with its own start time, exactly as a device callback would; underruns, pre-roll,
     flush, backpressure and first_audio_at behave as on the real speaker."""
+
+    thread_name = "fake-speaker"
 
     def __init__(self, clock: Clock | None = None, *, device_rate: int = 48000,
                  pre_roll_ms: float = 120, volume: float = 1.0, block_ms: float = 20,
@@ -26,36 +29,8 @@ class FakeAudioOutput(BufferedSink):
         self.record = record
         self._blocks: list[np.ndarray] = []
         self._block = np.zeros(self.block_frames, dtype=np.float32)
-        self._t0: float | None = None
-        self._n_blocks = 0
         self._pump_lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-
-    @property
-    def block_s(self) -> float:
-        return self.block_frames / self.device_rate
-
-    def start(self, *, thread: bool = False) -> None:
-        """Start the device timeline at the clock's now; with `thread`, a background thread
-        pumps it, sleeping one block of clock time between pumps (on a manual VirtualClock it
-        plays whenever the test advances the clock)."""
-        if self._t0 is None:
-            self._t0 = self.clock.now()
-        if thread and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="fake-speaker", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.pump()
-            self.clock.sleep(self.block_s)
-
-    def next_block_at(self) -> float:
-        """Clock time at which the next block will be rendered."""
-        if self._t0 is None:
-            raise RuntimeError("FakeAudioOutput.start() was not called")
-        return self._t0 + self._n_blocks * self.block_s
+        self._init_timeline()
 
     def pump(self, until: float | None = None) -> int:
         """Render every block whose start time is <= until; returns how many were rendered."""
@@ -83,9 +58,4 @@ class FakeAudioOutput(BufferedSink):
 
     def close(self) -> None:
         super().close()
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            # A thread asleep on a manual VirtualClock wakes only when the clock moves; it is a
-            # daemon and exits at its next wake-up, so do not wait long for it.
-            self._thread.join(timeout=0.1)
-        self._thread = None
+        self._stop_thread()

@@ -12,6 +12,7 @@ import numpy as np
 from desktop.media.capture import QUALITY, Capture
 from desktop.media.clock import Clock, RealClock
 from desktop.media.fake_audio import FakeAudioOutput
+from desktop.media.timeline import DeviceTimeline
 
 
 def _resample(audio: np.ndarray, rate: int, to: int) -> np.ndarray:
@@ -79,12 +80,14 @@ class SpeakerLoopback:
         return True
 
 
-class FakeMicrophone(Capture):
+class FakeMicrophone(DeviceTimeline, Capture):
     """Captures `block_ms` of audio per `block_ms` of clock time from `start()` on, at
     `device_rate`, and hands it through the same mono/resample/frame path as the real
     microphone. A block is captured once the clock has passed its end and is stamped with its
     start. `pump(until)` captures every block complete by `until`; `start(thread=True)` does it
     on a background thread."""
+
+    thread_name = "fake-mic"
 
     def __init__(self, clock: Clock | None = None, *, device_rate: int = 48000,
                  block_ms: float = 20, capacity_s: float = 10.0,
@@ -97,15 +100,8 @@ class FakeMicrophone(Capture):
         self._taps: list[SpeakerLoopback] = []
         self._lock = threading.Lock()  # segments and taps: written by callers, read by pump
         self._pump_lock = threading.Lock()
-        self._t0: float | None = None
-        self._n_blocks = 0
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
         self._closed = False
-
-    @property
-    def block_s(self) -> float:
-        return self.block_frames / self.device_rate
+        self._init_timeline()
 
     # ---- what the microphone hears -----------------------------------------------------------
     def play(self, audio: np.ndarray, sample_rate: int = 16000, *, at: float | None = None,
@@ -150,26 +146,6 @@ class FakeMicrophone(Capture):
         return tap
 
     # ---- the device timeline -----------------------------------------------------------------
-    def start(self, *, thread: bool = False) -> None:
-        """Start capturing at the clock's now; with `thread`, a background thread pumps, sleeping
-        one block of clock time between pumps."""
-        if self._t0 is None:
-            self._t0 = self.clock.now()
-        if thread and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="fake-mic", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.pump()
-            self.clock.sleep(self.block_s)
-
-    def next_block_at(self) -> float:
-        """Clock time of the first sample of the next block to capture."""
-        if self._t0 is None:
-            raise RuntimeError("FakeMicrophone.start() was not called")
-        return self._t0 + self._n_blocks * self.block_s
-
     def pump(self, until: float | None = None) -> int:
         """Capture every block that is complete by `until` (default: now); returns the frames
         completed. Stops early at a block whose loopback speaker has not rendered yet."""
@@ -209,9 +185,4 @@ class FakeMicrophone(Capture):
 
     def close(self) -> None:
         self._closed = True
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            # A thread asleep on a manual VirtualClock wakes only when the clock moves; it is a
-            # daemon and exits at its next wake-up.
-            self._thread.join(timeout=0.1)
-        self._thread = None
+        self._stop_thread()

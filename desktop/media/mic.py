@@ -17,7 +17,7 @@ import numpy as np
 from desktop.media.capture import QUALITY, Capture
 from desktop.media.clock import Clock, RealClock
 from desktop.media.devices import (NO_INPUT, AudioDevice, AudioUnavailable, import_sounddevice,
-                                   input_devices)
+                                   input_devices, pick)
 
 __all__ = ["MicUnavailable", "Microphone", "find_input", "input_available", "input_problem"]
 log = logging.getLogger(__name__)
@@ -58,15 +58,10 @@ def find_input(device: int | str | None = None) -> AudioDevice:
     if problem is not None:
         raise MicUnavailable(problem)
     found, _ = input_devices()
-    if device is None:
-        return next((d for d in found if d.is_default), found[0])
-    if isinstance(device, int):
-        match = [d for d in found if d.index == device]
-    else:
-        match = [d for d in found if device.lower() in d.name.lower()]
-    if not match:
+    chosen = pick(found, device)
+    if chosen is None:
         raise MicUnavailable(f"Microphone {device!r} not found — voice input is off")
-    return match[0]
+    return chosen
 
 
 class Microphone(Capture):
