@@ -164,7 +164,7 @@ async def run(args: argparse.Namespace) -> dict:
                    vad_wait_ms=None if t.transcript_t is None or t.asr_ms is None else (t.transcript_t - eos) * 1000 - t.asr_ms,
                    llm_ms=None if t.first_token_t is None or t.transcript_t is None else (t.first_token_t - t.transcript_t) * 1000,
                    tts_ms=None if t.first_audio_t is None or t.first_token_t is None else (t.first_audio_t - t.first_token_t) * 1000,
-                   cut=t.heard is not None)
+                   gaps=t.underruns, drift_ms=t.drift_ms, cut=t.heard is not None)
         rows.append(row)
         print(json.dumps({k2: round(v, 1) if isinstance(v, float) else v for k2, v in row.items()}), flush=True)
     barge_ms = [(s - o) * 1000 if (s := silenced_at(blocks, o)) is not None else None for o in onsets]

@@ -81,6 +81,15 @@ class TurnMetrics:
     first_audio_t: float | None = None  # clock time the reply's first sample reached the speaker
     assistant_text: str = ""
     heard: str | None = None  # set when a barge-in cut the reply: what was kept
+    underruns: int | None = None  # times the speaker ran dry during the reply (gaps heard)
+    drift_ms: float | None = None  # clock time the reply took to play minus its audio's length
+
+    @property
+    def first_sound_ms(self) -> float | None:
+        """The reply's first text → its first sound: what the voice adds."""
+        if self.first_token_t is None or self.first_audio_t is None:
+            return None
+        return (self.first_audio_t - self.first_token_t) * 1000.0
 
     @property
     def eos_to_audio_ms(self) -> float | None:
@@ -105,6 +114,7 @@ class _Reply:
     request_id: str | None = None
     task: asyncio.Task | None = None
     metrics: TurnMetrics = field(default_factory=lambda: TurnMetrics(0))
+    playback: tuple[float, float, int] | None = None  # the speaker when the reply began to sound
 
 
 class Call:
@@ -372,9 +382,28 @@ class Call:
             return
         if event.kind is VoiceEventKind.STARTED:
             reply.metrics.first_audio_t = self.voice.first_audio_at(event.request_id) or self.clock.now()
+            reply.playback = self._playback()
             self._do(self.state.reply_started)
         elif event.kind in (VoiceEventKind.FINISHED, VoiceEventKind.FAILED) and not event.stopped:
+            self._played(reply)
             self._do(self.state.reply_finished)
+
+    def _playback(self) -> tuple[float, float, int] | None:
+        """(clock now, seconds played, underruns) of the speaker, where it can tell."""
+        stats = getattr(getattr(self.voice, "sink", None), "stats", None)
+        if stats is None:
+            return None
+        s = stats()
+        return self.clock.now(), float(s.get("played_s", 0.0)), int(s.get("underruns", 0))
+
+    def _played(self, reply: _Reply) -> None:
+        """The reply played out: its gaps and drift go into its metrics (reported again)."""
+        start, end = reply.playback, self._playback()
+        if start is None or end is None:
+            return
+        reply.metrics.underruns = end[2] - start[2]
+        reply.metrics.drift_ms = ((end[0] - start[0]) - (end[1] - start[1])) * 1000.0
+        self._emit(CallEvent("metrics", metrics=reply.metrics))
 
     def _emit(self, event: CallEvent) -> None:
         for listener in list(self.listeners):

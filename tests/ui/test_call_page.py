@@ -192,12 +192,14 @@ def test_a_call_with_turns_and_a_barge_in(make_page, aloop, screenshot):
                           ev("metrics", metrics=metrics(1, user_text="What is the capital of France?",
                                                         speech_end_t=10.0, first_audio_t=10.812, asr_ms=640.0,
                                                         ttft_ms=95.0, cached_tokens=0, new_tokens=41,
-                                                        kv_tokens=52)),
+                                                        kv_tokens=52, first_token_t=10.5, underruns=0,
+                                                        drift_ms=12.0)),
                           ev("phase", phase=CallPhase.LISTENING))
     settle(aloop)
     assert log.entries[-1].role == "assistant" and log.entries[-1].text == "The capital of France is Paris."
     assert page.metrics.rowCount() == 1
-    assert [page.metrics.text(0, c) for c in range(7)] == ["1", "812 ms", "640 ms", "95 ms", "0", "41", "52"]
+    assert [page.metrics.text(0, c) for c in range(9)] == ["1", "812 ms", "640 ms", "95 ms", "312 ms", "0 · +12 ms",
+                                                           "0", "41", "52"]
 
     # turn 2: the user talks over the reply
     call.emit_from_thread(ev("phase", phase=CallPhase.USER_SPEAKING), ev("partial", "And"),
@@ -223,7 +225,7 @@ def test_a_call_with_turns_and_a_barge_in(make_page, aloop, screenshot):
     html = page.transcript.toHtml()
     assert "line-through" in html and "also its largest city" in html.split("line-through")[1]
     assert "Berlin is the capital" not in html.split("line-through")[1]
-    assert page.metrics.rowCount() == 2 and page.metrics.text(1, 0) == "2 · cut" and page.metrics.text(1, 6) == "70"
+    assert page.metrics.rowCount() == 2 and page.metrics.text(1, 0) == "2 · cut" and page.metrics.text(1, 8) == "70"
     call.emit_from_thread(ev("partial", "Wait, what about Italy"), ev("phase", phase=CallPhase.TRANSCRIBING),
                           ev("user", "Wait, what about Italy?"), ev("phase", phase=CallPhase.THINKING),
                           ev("assistant", "Rome."), ev("phase", phase=CallPhase.SPEAKING),

@@ -1,6 +1,6 @@
 """Per-turn numbers of the call as a compact table: end of speech → first audio, ASR time,
-TTFT, cached/new tokens and the session's KV size — one row per exchange, updated when a
-barge-in reports the same turn again."""
+TTFT, first sound, gaps and drift while it played, cached/new tokens and the session's KV size —
+one row per exchange, updated when the turn is reported again (played out, or cut)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,14 @@ def _tokens(value: int) -> str:
 COLUMNS: tuple[tuple[str, str, Callable[[TurnMetrics], str]], ...] = (
     ("Turn", "The exchange's number; “cut” when you talked over the reply",
      lambda m: f"{m.turn} · cut" if m.heard is not None else str(m.turn)),
-    ("Speech end → audio", "From the last sound of your voice to the first sound of the reply",
+    ("End → audio", "From the last sound of your voice to the first sound of the reply",
      lambda m: _ms(m.eos_to_audio_ms)),
     ("ASR", "Speech recognition: from the end of your speech to its final text", lambda m: _ms(m.asr_ms)),
     ("TTFT", "Time to the reply's first token", lambda m: _ms(m.ttft_ms)),
+    ("Voice", "First sound: from the reply's first words to their first sound (the voice's share)",
+     lambda m: _ms(m.first_sound_ms)),
+    ("Gaps", "Times the speaker ran dry while the reply played; drift: playing time beyond the audio's length",
+     lambda m: "—" if m.underruns is None else f"{m.underruns} · {m.drift_ms:+,.0f} ms"),
     ("Cached", "Tokens of the call reused from the KV cache", lambda m: _tokens(m.cached_tokens)),
     ("New", "Tokens the model read for this turn", lambda m: _tokens(m.new_tokens)),
     ("KV", "Tokens in the call's KV cache after the reply", lambda m: _tokens(m.kv_tokens)),
