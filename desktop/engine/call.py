@@ -22,9 +22,11 @@ import numpy as np
 from desktop.engine.call_state import (
     Action, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance, EndCall, EndUtterance, SendTurn, StopReply,
 )
+from desktop.engine.call_duck import Ducker
 from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
 from desktop.errors import OmnideskError
 from desktop.media.clock import Clock, RealClock
+from desktop.media.frames import level_db
 from desktop.model.params import SamplingParams
 from desktop.protocol import ChunkEvent, Done, ErrorEvent
 
@@ -138,6 +140,7 @@ class Call:
         self._pending_end_t: float | None = None
         self._last_level = -1.0
         self._tasks: set[asyncio.Task] = set()
+        self.ducker = Ducker(getattr(voice, "sink", None))
 
     # ------------------------------------------------------------------ life
 
@@ -178,6 +181,8 @@ class Call:
             self._emit(CallEvent("level", value=level))
         clean = self.canceller.process(samples, t) if self.canceller is not None else samples
         self._remember(clean)
+        playing = self.state.phase is CallPhase.SPEAKING and self.state.mode is CallMode.DUPLEX
+        self.ducker.frame(level_db(clean), t, playing)
         for kind, at in self.detector.feed(clean, t):
             if kind != "start":
                 self._pending_end_t = at
@@ -338,6 +343,7 @@ class Call:
         reply = self._reply
         if reply.request_id is not None:
             self.voice.stop(reply.request_id)  # the speaker is silent within one audio block
+        self.ducker.release()  # the reply is gone: the next one plays at full volume
         self._spawn(self._cut(reply, reason))
 
     async def _cut(self, reply: _Reply, reason: str) -> None:

@@ -151,3 +151,30 @@ def test_heard_text_whole_segments_then_words_of_the_cut_one():
     assert log.heard_text(3.0) == "Hello there. I am a small"  # half of 9 words, rounded down
     assert log.heard_text(99) == log.spoken_text
     assert SpokenLog().heard_text(3) == ""
+
+
+class Sink:
+    volume = 0.8
+
+
+def test_ducking_mutes_on_a_sudden_rise_and_comes_back_unless_confirmed():
+    from desktop.engine.call_duck import Ducker
+
+    sink = Sink()
+    duck = Ducker(sink, rise_db=12, floor_db=-50, hold_s=0.3)
+    for i in range(50):  # the assistant speaks; the cleaned microphone holds residual echo
+        duck.frame(-60.0 + (i % 3), i * 0.02, speaking=True)
+    assert sink.volume == 0.8 and not duck.ducked
+    duck.frame(-45.0, 1.0, speaking=True)  # 12 dB over the background but under the floor
+    assert not duck.ducked
+    duck.frame(-30.0, 1.02, speaking=True)  # the user starts talking: silent at once
+    assert duck.ducked and sink.volume == 0.0 and duck.ducks == 1
+    duck.frame(-30.0, 1.2, speaking=True)
+    assert sink.volume == 0.0
+    duck.frame(-60.0, 1.33, speaking=True)  # no VAD confirmation within 0.3 s: a cough
+    assert not duck.ducked and sink.volume == 0.8
+    duck.frame(-20.0, 1.4, speaking=True)
+    duck.release()  # a confirmed barge-in stopped the reply: volume back for the next one
+    assert sink.volume == 0.8
+    duck.frame(-10.0, 1.5, speaking=False)  # nothing plays: nothing to duck
+    assert not duck.ducked
