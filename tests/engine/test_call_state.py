@@ -162,10 +162,10 @@ def test_ducking_mutes_on_a_sudden_rise_and_comes_back_unless_confirmed():
 
     sink = Sink()
     duck = Ducker(sink, rise_db=12, floor_db=-50, hold_s=0.3)
-    for i in range(50):  # the assistant speaks; the cleaned microphone holds residual echo
-        duck.frame(-60.0 + (i % 3), i * 0.02, speaking=True)
-    assert sink.volume == 0.8 and not duck.ducked
-    duck.frame(-45.0, 1.0, speaking=True)  # 12 dB over the background but under the floor
+    for i in range(100):  # the assistant speaks; the cleaned microphone holds residual echo
+        duck.frame(-72.0 + (i % 3), i * 0.01, speaking=True)
+    assert sink.volume == 0.8 and not duck.ducked and duck.background < -66
+    duck.frame(-52.0, 1.0, speaking=True)  # far over the background, but under the floor
     assert not duck.ducked
     duck.frame(-30.0, 1.02, speaking=True)  # the user starts talking: silent at once
     assert duck.ducked and sink.volume == 0.0 and duck.ducks == 1
