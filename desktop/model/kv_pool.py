@@ -73,8 +73,8 @@ class KVPool:
         errors from the allocator with the pool unchanged."""
         if n + 1 > self.max_len + 1:
             raise ValueError(f"{n} positions exceed the model's context ({self.max_len})")
-        if n + 1 > self.cap:
-            self._allocate(pow2_at_least(n + 1, self.cap))
+        if n + 1 > self.cap:  # doubling, but never past the model's context (+ the scratch column)
+            self._allocate(min(pow2_at_least(n + 1, self.cap), self.max_len + 1))
 
     # ------------------------------------------------------------------ row operations
 

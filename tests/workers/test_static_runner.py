@@ -59,8 +59,11 @@ def test_pool_rows_copy_swap_grow_export(tiny_lm):
     assert all(torch.equal(x, y) for x, y in zip(pool.export(2, 7).k, before[1].k))
     n = pool.load(before[0], 1)
     assert n == 5 and before[0].nbytes == 2 * 2 * 2 * 5 * 4 * 4
+    small = KVPool(1, 1, 1, 4, torch.float32, "cpu", cap=8, max_len=12)
+    small.reserve(12)  # a whole context: the cap stops at context + scratch, not the next power of two
+    assert small.cap == 13
     with pytest.raises(ValueError):
-        KVPool(1, 1, 1, 4, torch.float32, "cpu", cap=8, max_len=16).reserve(17)
+        small.reserve(13)
 
 
 def greedy_rows(runner, slots, tokens, steps: int) -> list[list[int]]:
