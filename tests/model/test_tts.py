@@ -57,7 +57,9 @@ def test_espeak_from_two_threads_at_once():
         t.start()
     for t in threads:
         t.join(5)
-    assert len(results) == 3 and all(n == pytest.approx(expected, rel=0.01) for n in results)
+    # espeak-ng's length for one text varies by up to ~2% between runs even one at a time (seen:
+    # 17,231…17,526 samples), so 5% still tells a whole utterance from a cut or doubled one.
+    assert len(results) == 3 and all(n == pytest.approx(expected, rel=0.05) for n in results)
 
 
 def test_espeak_edge_cases():
