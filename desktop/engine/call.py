@@ -61,7 +61,9 @@ class Transcriber(Protocol):
 
 
 class Canceller(Protocol):
-    """Echo cancellation: a microphone frame at clock time t, less the speaker's echo."""
+    """Echo cancellation: a microphone frame at clock time t, less the speaker's echo. A canceller
+    with a double-talk detector also has `near_talk` (the user talked over the speaker in the
+    last frame) and `false_alarm()` (that was not speech); the call uses them when present."""
 
     def process(self, samples: np.ndarray, t: float) -> np.ndarray: ...
 
@@ -140,7 +142,7 @@ class Call:
         self._pending_end_t: float | None = None
         self._last_level = -1.0
         self._tasks: set[asyncio.Task] = set()
-        self.ducker = Ducker(getattr(voice, "sink", None))
+        self.ducker = Ducker(getattr(voice, "sink", None), on_false_alarm=getattr(canceller, "false_alarm", None))
 
     # ------------------------------------------------------------------ life
 
@@ -182,7 +184,7 @@ class Call:
         clean = self.canceller.process(samples, t) if self.canceller is not None else samples
         self._remember(clean)
         playing = self.state.phase is CallPhase.SPEAKING and self.state.mode is CallMode.DUPLEX
-        self.ducker.frame(level_db(clean), t, playing)
+        self.ducker.frame(level_db(clean), t, playing, bool(getattr(self.canceller, "near_talk", False)))
         for kind, at in self.detector.feed(clean, t):
             if kind != "start":
                 self._pending_end_t = at

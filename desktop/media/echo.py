@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from desktop.media.double_talk import DoubleTalkDetector
 from desktop.media.far_end import FarEndReference
 from desktop.media.frames import SAMPLE_RATE
 
@@ -29,6 +30,7 @@ class EchoConfig:
     ns_level: int = 1  # 0-3: 6, 12, 18, 21 dB
     stream_delay_ms: int = 0  # hint to WebRTC; 0 lets AEC3 estimate the echo path delay itself
     erle_window_s: float = 1.0  # time constant of the recent-ERLE average
+    double_talk: bool = True  # tell the user's voice from the echo on the raw microphone (near_talk)
 
     def __post_init__(self) -> None:
         if self.delay_ms < 0:
@@ -57,6 +59,8 @@ class EchoCanceller:
                                        stream_delay_ms=c.stream_delay_ms)  # fmt: skip
         self._lib_lag = AEC_LAG + (NS_LAG if c.noise_suppression else 0)
         self._alpha = 1.0 - math.exp(-BLOCK / rate / c.erle_window_s)
+        self.double_talk = DoubleTalkDetector() if c.double_talk and far is not None else None
+        self.near_talk = False  # the user talked over the far end in the last process() call
         self._start()
 
     def _start(self) -> None:
@@ -90,8 +94,10 @@ class EchoCanceller:
             self._pending_t = t
         data = np.concatenate([self._pending, near]) if self._pending.size else near
         n = data.size - data.size % BLOCK
+        self.near_talk = False
         if n:
             far = self._far(self._pending_t, n)
+            self.near_talk = self.double_talk is not None and self.double_talk.feed(data[:n], far)
             out = self._ap.process(data[:n], far)
             self._measure(data[:n], far, out)
             self._out = np.concatenate([self._out, out]) if self._out.size else out
@@ -144,7 +150,14 @@ class EchoCanceller:
             "lag_ms": self.lag_s * 1000,
         }
 
+    def false_alarm(self) -> None:
+        """A `near_talk` that turned out not to be speech: be more careful for a while."""
+        if self.double_talk is not None:
+            self.double_talk.false_alarm()
+
     def reset(self) -> None:
         """Forget the echo path and noise estimates (a new call), keep the configuration."""
         self._ap.reset()
+        if self.double_talk is not None:
+            self.double_talk = DoubleTalkDetector()
         self._start()

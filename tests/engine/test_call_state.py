@@ -178,3 +178,19 @@ def test_ducking_mutes_on_a_sudden_rise_and_comes_back_unless_confirmed():
     assert sink.volume == 0.8
     duck.frame(-10.0, 1.5, speaking=False)  # nothing plays: nothing to duck
     assert not duck.ducked
+
+
+def test_ducking_on_the_double_talk_detector_and_its_false_alarms():
+    from desktop.engine.call_duck import Ducker
+
+    sink, alarms = Sink(), []
+    duck = Ducker(sink, hold_s=0.3, on_false_alarm=lambda: alarms.append(1))
+    duck.frame(-70.0, 0.0, speaking=True, near_talk=True)  # quiet after the AEC, but the user talks
+    assert duck.ducked and sink.volume == 0.0
+    duck.frame(-70.0, 0.31, speaking=True)  # the VAD never confirmed it
+    assert not duck.ducked and sink.volume == 0.8 and alarms == [1] and duck.false_alarms == 1
+    duck.frame(-70.0, 0.4, speaking=True, near_talk=True)
+    duck.release()  # confirmed: the reply stops; not a false alarm
+    assert alarms == [1] and sink.volume == 0.8
+    duck.frame(-70.0, 0.5, speaking=False, near_talk=True)  # nothing plays: nothing to duck
+    assert not duck.ducked
