@@ -23,6 +23,7 @@ from desktop.engine.call_state import (
     Action, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance, EndCall, EndUtterance, SendTurn, StopReply,
 )
 from desktop.engine.call_duck import Ducker
+from desktop.engine.reply_voice import ReplyVoice
 from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
 from desktop.errors import OmnideskError
 from desktop.media.clock import Clock, RealClock
@@ -142,6 +143,7 @@ class Call:
         self._pending_end_t: float | None = None
         self._last_level = -1.0
         self._tasks: set[asyncio.Task] = set()
+        self.speaker = ReplyVoice(voice)  # the reply's text deltas → the voice
         self.ducker = Ducker(getattr(voice, "sink", None), on_false_alarm=getattr(canceller, "false_alarm", None))
 
     # ------------------------------------------------------------------ life
@@ -314,13 +316,13 @@ class Call:
                 await self._cancel(stream.request_id)
                 await _drain(stream)
                 return
-            self.voice.speak_begin(stream.request_id)
+            self.speaker.begin(stream.request_id)
             async for event in stream:
                 if isinstance(event, ChunkEvent) and event.text_delta:
                     if metrics.first_token_t is None:
                         metrics.first_token_t = self.clock.now()
                     metrics.assistant_text += event.text_delta
-                    self.voice.speak_delta(stream.request_id, event.text_delta)
+                    self.speaker.delta(stream.request_id, event.text_delta)
                     self._emit(CallEvent("assistant", event.text_delta))
                 elif isinstance(event, Done):
                     s = event.stats
@@ -328,7 +330,7 @@ class Call:
                     metrics.kv_tokens = s.input_tokens + s.generated_tokens
                 elif isinstance(event, ErrorEvent):
                     raise OmnideskError(event.message, code=event.code)
-            self.voice.speak_end(stream.request_id)
+            self.speaker.end(stream.request_id)
             if not getattr(self.voice, "available", True):  # no sound output: the text was the reply
                 self._do(self.state.reply_finished)
         except OmnideskError as exc:
@@ -344,7 +346,7 @@ class Call:
         """Silence now (any thread); cancel and trim the context on the loop."""
         reply = self._reply
         if reply.request_id is not None:
-            self.voice.stop(reply.request_id)  # the speaker is silent within one audio block
+            self.speaker.drop(reply.request_id)  # the speaker is silent within one audio block
         self.ducker.release()  # the reply is gone: the next one plays at full volume
         self._spawn(self._cut(reply, reason))
 

@@ -107,6 +107,7 @@ class Reply:
         self.phase = Phase.SENT
         self.request_id: str | None = None
         self.text = ""  # what this request wrote (the continuation alone when continuing)
+        self.delta = ""  # the text the latest "text" notice added (the stream's own delta)
         self.position, self.eta_s = 0, 0.0
         self.progress: PrefillProgress | None = None  # the last report of a long prefill
         self._first_progress: PrefillProgress | None = None
@@ -193,6 +194,7 @@ class Reply:
         elif isinstance(event, PrefillDone):
             self._set(Phase.WRITING, "writing")
         elif isinstance(event, ChunkEvent):
+            self.delta = event.text_delta
             self.text += event.text_delta
             self.message.content = joined(self.base, self.text)
             self._checkpoint()

@@ -59,6 +59,7 @@ class Turns:
         self._notices.pop(conv.id, None)
         reply.listeners.append(self._on_reply)
         page.speech.silence()
+        page.speech.follow(reply)  # after the bubble's listener: its request id is known by then
         self._mark_list()
         self.show()
         self.tasks.spawn(reply.run())
@@ -131,8 +132,8 @@ class Turns:
             page.queue_banner.hide()
         widget = self._widget(reply)
         if what == "text":
+            widget.request_id = reply.request_id  # ties the bubble to its spoken audio
             widget.set_text(reply.message.content)
-            page.speech.reply_text(reply.request_id, widget, reply.text)
         elif not reply.text:
             widget.set_waiting(*waiting_text(reply))
 
@@ -167,9 +168,7 @@ class Turns:
             widget.set_stats(reply.message.stats)
             widget.set_streaming(False)
             widget.set_interrupted(reply.message.status == INTERRUPTED)
-            page.speech.reply_done(reply.request_id, widget, reply.text)
         else:
-            page.speech.reply_dropped(reply.request_id)
             page.view.show_from(reply.at, reply.conv.messages)
             page.speech.refresh()
         self.show()

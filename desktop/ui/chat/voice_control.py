@@ -1,5 +1,6 @@
-"""The chat page's voice: the Voice toggle (Ctrl+Shift+V), each reply spoken as it streams, Replay
-on spoken replies, and the Voice's events brought onto the Qt thread as button states and notes."""
+"""The chat page's voice: the Voice toggle (Ctrl+Shift+V), Replay on spoken replies, and the
+Voice's events brought onto the Qt thread as button states and notes. The replies themselves are
+spoken by the Qt-free engine.reply_voice.ReplyVoice, straight from their event streams."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from PySide6.QtCore import QObject, QPoint, QPointF, QRect, QRectF, Qt, QTimer, 
 from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QToolButton, QToolTip, QWidget
 
+from desktop.engine.reply import Reply
+from desktop.engine.reply_voice import ReplyVoice
 from desktop.engine.voice import Voice
 from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
 from desktop.ui import shortcuts
@@ -60,8 +63,8 @@ def speaker_icon(color: QColor) -> QIcon:
 
 class ChatVoice(QObject):
     """`toggled(bool)`: the user turned the voice on or off (the window saves it as
-    settings.voice_enabled). The page reports its turns with `reply_text`, `reply_done` and
-    `reply_dropped`, and calls `silence()` whenever playback must stop at once."""
+    settings.voice_enabled). The page hands each new reply to `follow` (it is spoken as it
+    streams while the voice is on) and calls `silence()` whenever playback must stop at once."""
 
     toggled = Signal(bool)
     status = Signal(str)
@@ -70,9 +73,7 @@ class ChatVoice(QObject):
     def __init__(self, view: MessageView, enabled: bool, parent: QWidget) -> None:
         super().__init__(parent)
         self.view, self.voice, self.enabled = view, None, enabled
-        self._rid: str | None = None  # the reply being spoken as it streams
-        self._sent = ""  # its text given to the voice so far
-        self._finished: set[str] = set()  # replies ended or silenced: never restarted
+        self.replies: ReplyVoice | None = None  # speaks the replies of `voice`
         self._told_off = False
         self.button = QToolButton(parent)
         self.button.setText("Voice")
@@ -104,8 +105,9 @@ class ChatVoice(QObject):
         if self.voice is not None:
             self.voice.stop()
             self.voice.remove_listener(self._listen)
-        self.voice, self._rid = voice, None
+        self.voice, self.replies = voice, None
         if voice is not None:
+            self.replies = ReplyVoice(voice, lambda: self.speaks, self._began)
             voice.add_listener(self._listen)
             if not voice.available and not self._told_off:
                 self._told_off = True
@@ -164,40 +166,20 @@ class ChatVoice(QObject):
 
     # ------------------------------------------------------------------ the page's turns
 
-    def reply_text(self, rid: str | None, widget: MessageWidget, text: str) -> None:
-        """The reply so far: the first call starts speaking it, later ones add what is new."""
-        if not self.speaks or rid is None or rid in self._finished:
-            return
-        if rid != self._rid:
-            self._rid, self._sent = rid, ""
-            widget.request_id = rid
+    def follow(self, reply: Reply) -> None:
+        """Speak this reply as it streams, while the voice is on."""
+        if self.replies is not None:
+            self.replies.follow(reply)
+
+    def _began(self, rid: str) -> None:
+        widget = self.view.widget_for(rid)
+        if widget is not None:
             widget.set_voice_state(VoiceState.SPEAKING)
-            self.voice.speak_begin(rid)
-        if len(text) > len(self._sent) and text.startswith(self._sent):
-            self.voice.speak_delta(rid, text[len(self._sent):])
-            self._sent = text
-
-    def reply_done(self, rid: str | None, widget: MessageWidget, text: str) -> None:
-        if rid is not None and rid == self._rid:
-            self.reply_text(rid, widget, text)
-            self.voice.speak_end(rid)
-            self._finished.add(rid)
-            self._rid = None
-
-    def reply_dropped(self, rid: str | None) -> None:
-        """The reply is gone from the view (failed, or nothing was written): stop its voice."""
-        if rid is not None and rid == self._rid:
-            self._finished.add(rid)
-            self._rid = None
-            self.voice.stop(rid)
 
     def silence(self) -> None:
         """Stop all playback now (Stop, Esc, a new message, another conversation, Regenerate)."""
-        if self._rid is not None:
-            self._finished.add(self._rid)
-            self._rid = None
-        if self.voice is not None:
-            self.voice.stop()
+        if self.replies is not None:
+            self.replies.silence()
 
     def refresh(self) -> None:
         """Give the shown replies whose audio is kept their Replay button (after a rebuild)."""
@@ -242,10 +224,7 @@ class ChatVoice(QObject):
             return
         widget, rid = widgets[index], widgets[index].request_id
         if widget.voice_state in (VoiceState.SPEAKING, VoiceState.PLAYING):  # the button reads Stop
-            if rid == self._rid:
-                self._finished.add(rid)
-                self._rid = None
-            self.voice.stop(rid)
+            self.replies.drop(rid)
             widget.set_voice_state(self._state_of(rid))
             return
         self.silence()
