@@ -49,12 +49,18 @@ class CallFactory:
 
     def _parts(self, settings: Settings) -> Any:
         from desktop.engine.call_parts import make_call_parts
-        from desktop.media.asr import WhisperASR
+        from desktop.media.asr import ASRUnavailable, WhisperASR
 
-        device = "cuda" if settings.device.startswith("cuda") else "cpu"
+        device = settings.device if settings.device.startswith("cuda") else "cpu"  # ASR beside the model
         with self._lock:
             if self._asr is None:
-                self._asr = WhisperASR(device=device, threads=1)
+                try:
+                    self._asr = WhisperASR(device=device, threads=1)
+                except ASRUnavailable as exc:
+                    if device == "cpu":
+                        raise
+                    log.warning("Whisper on %s failed (%s); transcribing on the CPU", device, exc)
+                    self._asr = WhisperASR(device="cpu", threads=1)
         return make_call_parts(settings.audio_input_device, asr=self._asr)
 
     @staticmethod

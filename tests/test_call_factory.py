@@ -63,3 +63,24 @@ def test_a_spoken_sentence_is_understood_and_answered(monkeypatch):
         mic.close()
 
     asyncio.run(asyncio.wait_for(main(), 90))
+
+
+def test_asr_runs_beside_the_model_and_falls_back_to_the_cpu(monkeypatch):
+    from desktop.media import asr
+
+    tried: list[str] = []
+
+    class FakeWhisper:
+        def __init__(self, device: str = "cpu", threads: int = 2) -> None:
+            tried.append(device)
+            if device.startswith("cuda"):
+                raise asr.ASRUnavailable("no CUDA runtime for CTranslate2")
+            self.device = device
+
+    monkeypatch.setattr(asr, "WhisperASR", FakeWhisper)
+    monkeypatch.setattr("desktop.engine.call_parts.make_call_parts", lambda device, asr=None: asr)
+    factory = CallFactory(None, lambda: None, Settings)  # only the parts: no gateway, voice or devices
+    whisper = factory._parts(Settings(device="cuda:1"))
+    assert tried == ["cuda:1", "cpu"] and whisper.device == "cpu"
+    factory._asr = None
+    assert factory._parts(Settings(device="cpu")).device == "cpu" and tried[-1] == "cpu"
