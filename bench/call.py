@@ -183,6 +183,8 @@ async def run(args: argparse.Namespace) -> dict:
         "barge_in_ms_p95": p([x for x in barge_ms if x is not None], 95) if barge_ms and None not in barge_ms else None,
         "barge_ins_missed": sum(x is None for x in barge_ms),
         "echo_barge_ins": max(call.state.barge_ins - len(onsets), 0),
+        "ducks": call.ducker.ducks, "false_ducks": call.ducker.false_alarms,  # muted, then not confirmed
+        "far_late_blocks": canceller.stats()["far_late_blocks"] if canceller is not None else None,
         "underruns": speaker.stats()["underruns"],
         "wer": word_error_rate(" ".join(w["text"] for w in truth), " ".join(t.user_text for t in turns)),
         "kv_tokens_last": rows[-1]["kv"] if rows else None,
