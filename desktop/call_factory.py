@@ -10,6 +10,8 @@ import threading
 from typing import Any, Callable
 
 from desktop.engine.call import Call
+from desktop.engine.call_video import VideoFeed
+from desktop.errors import OmnideskError
 from desktop.engine.call_state import CallMode, CallPhase
 from desktop.settings import Settings
 
@@ -18,8 +20,11 @@ PUMP_WAIT_S = 0.05  # the media thread waits this long for microphone frames bet
 
 
 class CallFactory:
-    def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings]) -> None:
-        self.gateway, self.voice, self.settings = gateway, voice, settings
+    """`sees_images()`: whether the loaded model takes images (then a video call's frames go to it)."""
+
+    def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings],
+                 sees_images: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
+        self.gateway, self.voice, self.settings, self.sees_images = gateway, voice, settings, sees_images
         self._asr: Any = None  # Whisper, loaded on the first call
         self._lock = threading.Lock()
 
@@ -29,14 +34,34 @@ class CallFactory:
 
         return input_problem()
 
+    def camera_status(self) -> str | None:
+        """None when a camera seems present, else why a video call cannot show one."""
+        from desktop.media.camera import camera_problem
+
+        return camera_problem(self.settings().camera_device)
+
+    async def open_camera(self) -> Any:
+        """The camera from Settings, opened and delivering (OmnideskError if it cannot)."""
+        from desktop.media.camera import Camera, CameraUnavailable
+
+        settings = self.settings()
+        camera = Camera(settings.camera_device if settings.camera_device is not None else 0,
+                        fps=settings.camera_preview_fps)  # fmt: skip
+        try:
+            await asyncio.to_thread(camera.start)  # opening can take a second
+        except CameraUnavailable as exc:
+            raise OmnideskError(str(exc), code="camera") from exc
+        return camera
+
     async def start(self, mode: CallMode) -> Call:
         """A started call (its session open, the microphone running); OmnideskError with a plain
         message when the microphone, the speech models or the model are not available."""
         settings, voice = self.settings(), self.voice()
         parts = await asyncio.to_thread(self._parts, settings)
         untap = self._echo(parts, getattr(voice, "sink", None))
+        video = VideoFeed(rate_hz=settings.camera_frames_per_s, max_in_context=settings.camera_max_frames)
         call = Call(self.gateway, parts.mic, voice, parts.detector, parts.transcriber,
-                    canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s)
+                    canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s, video=video)
         call.listeners.append(lambda event: untap() if event.kind == "ended" else None)
         try:
             await call.start()

@@ -264,7 +264,7 @@ class Composition(QObject):
             from desktop.ui.call.page import CallPage
 
             calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings)
-            page = CallPage(calls.start, calls.mic_status)
+            page = CallPage(calls.start, calls.mic_status, cameras=calls, camera_fps=self.settings.camera_preview_fps)
             page.set_mode(CallMode(self.settings.call_mode))
             return page
         except Exception:  # the placeholder stays: calls are unavailable, chat goes on

@@ -23,6 +23,7 @@ from desktop.engine.call_state import (
     Action, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance, EndCall, EndUtterance, SendTurn, StopReply,
 )
 from desktop.engine.call_duck import Ducker
+from desktop.engine.call_video import VideoFeed, user_content
 from desktop.engine.reply_voice import ReplyVoice
 from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
 from desktop.errors import OmnideskError
@@ -88,6 +89,7 @@ class TurnMetrics:
     heard: str | None = None  # set when a barge-in cut the reply: what was kept
     underruns: int | None = None  # times the speaker ran dry during the reply (gaps heard)
     drift_ms: float | None = None  # clock time the reply took to play minus its audio's length
+    images: int = 0  # camera frames attached to the user's turn
 
     @property
     def first_sound_ms(self) -> float | None:
@@ -126,9 +128,11 @@ class Call:
     def __init__(self, gateway: Any, mic: Any, voice: Any, detector: Detector, transcriber: Transcriber, *,
                  canceller: Canceller | None = None, mode: CallMode = CallMode.DUPLEX, clock: Clock = RealClock(),
                  system: str | None = "You are a helpful voice assistant. Answer briefly, in plain spoken sentences.",
-                 params: SamplingParams | None = None, idle_timeout_s: float = 300.0) -> None:
+                 params: SamplingParams | None = None, idle_timeout_s: float = 300.0,
+                 video: VideoFeed | None = None) -> None:
         self.gateway, self.mic, self.voice, self.detector, self.transcriber = gateway, mic, voice, detector, transcriber
         self.canceller, self.clock, self.system = canceller, clock, system
+        self.video = video  # camera frames for the user's turns (a video call), or None
         self.params = params or SamplingParams(max_tokens=200, temperature=0.7, top_p=0.9)
         self.state = CallState(mode, idle_timeout_s, clock.now())
         self.session_id: str | None = None
@@ -176,6 +180,8 @@ class Call:
         frames = self.mic.read(timeout=timeout)
         for samples, t, level in zip(frames.samples, frames.times, frames.levels):
             self._frame(samples, float(t), float(level))
+        if self.video is not None:
+            self.video.tick(self.clock.now())
         self._do(self.state.tick)
         return len(frames)
 
@@ -304,7 +310,10 @@ class Call:
         reply.task = asyncio.current_task()
         try:
             # both at once: the session runs them in order, so the reply needs no round trip between
-            appended = self.gateway.append_input(self.session_id, [{"role": "user", "content": text}])
+            frames = self.video.take() if self.video is not None else []
+            content = user_content(text, frames)
+            metrics.images = len(frames)
+            appended = self.gateway.append_input(self.session_id, [{"role": "user", "content": content}])
             stream = self.gateway.generate_stream(self.session_id, self.params)
             reply.request_id = stream.request_id
             try:

@@ -37,6 +37,7 @@ SHORTCUTS = (
     Shortcut("delete", "Del", "Delete the selected conversation…", owner="list", group="Conversation list"),
     Shortcut("call", "Ctrl+Enter", "Start or end the call", owner="call", group="Call"),
     Shortcut("push_to_talk", "Space", "Hold to talk (push-to-talk mode)", grab=False, owner="call", group="Call"),
+    Shortcut("camera", "Ctrl+Shift+C", "Camera on or off (during a call)", owner="call", group="Call"),
     Shortcut("page_chat", "Ctrl+1", "Go to Chat"),
     Shortcut("page_call", "Ctrl+2", "Go to Call"),
     Shortcut("page_recordings", "Ctrl+3", "Go to Recordings"),

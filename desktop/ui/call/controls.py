@@ -75,11 +75,16 @@ class CallControls(QWidget):
         for button in (self.mute, self.pause, self.listen, self.talk):
             second.addWidget(button)
         second.addStretch(1)
+        self._second = second
         rows = QVBoxLayout(self)
         rows.setContentsMargins(0, 0, 0, 0)
         rows.setSpacing(8)
         rows.addLayout(first)
         rows.addLayout(second)
+
+    def add_button(self, button: QWidget) -> None:
+        """Another control of the call (the camera), after the others on the second row."""
+        self._second.insertWidget(self._second.count() - 1, button)
 
     @property
     def chosen_mode(self) -> CallMode:

@@ -1,6 +1,7 @@
 """The Call page: start or end a voice call, choose how turns pass (duplex, turn-taking,
-push-to-talk), mute, pause, "Listen now"; the phase, the microphone level, the live transcript
-and per-turn metrics. It drives a Qt-free Call (engine/call.py) that its owner starts for it."""
+push-to-talk), mute, pause, "Listen now", the camera (a video call); the phase, the microphone
+level, the live transcript, the camera's preview and per-turn metrics. It drives a Qt-free Call
+(engine/call.py) that its owner starts for it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from desktop.engine.call import Call, CallEvent
 from desktop.engine.call_state import CallMode, CallPhase
 from desktop.errors import OmnideskError
 from desktop.ui import shortcuts
+from desktop.ui.call.camera_view import CameraPanel
 from desktop.ui.call.controls import CallControls, Stage
 from desktop.ui.call.indicator import PhaseIndicator
 from desktop.ui.call.level import LevelMeter
@@ -34,16 +36,19 @@ SPEECH = (CallPhase.USER_SPEAKING, CallPhase.TRANSCRIBING)
 class CallPage(QWidget):
     """`start_call(mode)` opens a started Call (or raises OmnideskError with a plain message);
     `mic_status()` is None when a microphone can be used, else why not (Start is then disabled
-    with that reason beside it). `status(text)` goes to the status bar. Call `shutdown()` before
-    the engine closes: it hangs up."""
+    with that reason beside it). `cameras` (optional: no camera button without it) has
+    `camera_status()` (None or why no camera), `async open_camera()` (a started Camera, or
+    OmnideskError) and `sees_images()`. `status(text)` goes to the status bar. Call `shutdown()`
+    before the engine closes: it hangs up."""
 
     status = Signal(str)
     _event = Signal(object)  # (call, CallEvent) from the call's threads to this (Qt) thread
 
-    def __init__(self, start_call: StartCall, mic_status: MicStatus, parent: QWidget | None = None) -> None:
+    def __init__(self, start_call: StartCall, mic_status: MicStatus, parent: QWidget | None = None, *,
+                 cameras: Any = None, camera_fps: int = 15) -> None:  # fmt: skip
         super().__init__(parent)
         self.setObjectName("callPage")
-        self._start_call, self._mic_status = start_call, mic_status
+        self._start_call, self._mic_status, self.cameras = start_call, mic_status, cameras
         self.call: Any = None  # a Call (or a test's fake) while one runs
         self.phase: CallPhase | None = None
         self.stage = Stage.IDLE
@@ -64,6 +69,9 @@ class CallPage(QWidget):
         self.metrics = MetricsModel(self)
         self.table = MetricsTable(self.metrics)
         self.ptt = PushToTalk(self._talk_target, self)
+        self.camera = CameraPanel(camera_fps)
+        self._camera_opening = False
+        self.camera_problem: str | None = cameras.camera_status() if cameras is not None else None
         self._build()
         self._connect()
         self._tick = QTimer(self)
@@ -90,8 +98,15 @@ class CallPage(QWidget):
         box.addWidget(title)
         box.addWidget(self.table)
         self.table.setMinimumHeight(self.table.verticalHeader().defaultSectionSize() * 3 + 30)
+        talk = QWidget()  # the transcript, and the camera's preview beside it while it is on
+        row = QHBoxLayout(talk)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.transcript, 1)
+        row.addWidget(self.camera)
+        if self.cameras is not None:
+            self.controls.add_button(self.camera.button)
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.transcript)
+        splitter.addWidget(talk)
         splitter.addWidget(metrics_box)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
@@ -114,11 +129,14 @@ class CallPage(QWidget):
         c.listen.clicked.connect(lambda: self.call is not None and self.call.force_listen())
         c.talk.pressed.connect(self.ptt.press)
         c.talk.released.connect(self.ptt.release)
+        self.camera.button.clicked.connect(self._camera_clicked)
         self._event.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
         keys = {shortcuts.sequence("call"), QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Return)}
         for seq in keys:  # Enter is Return and the keypad's Enter alike (see shortcuts.py)
             sc = QShortcut(seq, self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
             sc.activated.connect(self.toggle_call)
+        camera_key = QShortcut(shortcuts.sequence("camera"), self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        camera_key.activated.connect(lambda: self.camera.button.isEnabled() and self.camera.button.click())
         self.ptt.watch(w for w in self.findChildren(QWidget) if w.focusPolicy() != Qt.FocusPolicy.NoFocus)
 
     # ------------------------------------------------------------------ for the owner and tests
@@ -133,6 +151,8 @@ class CallPage(QWidget):
     def refresh_mic(self) -> None:
         """Ask again whether a microphone can be used (a device may have been plugged in)."""
         self.mic_problem = self._mic_status()
+        if self.cameras is not None:
+            self.camera_problem = self.cameras.camera_status()
         self._sync()
 
     def toggle_call(self) -> None:
@@ -225,6 +245,7 @@ class CallPage(QWidget):
         for listener in [x for x in call.listeners if getattr(x, "page", None) is self]:
             call.listeners.remove(listener)
         self.ptt.forget()
+        self._close_camera(call)
         self.call, self.stage = None, Stage.IDLE
         self._tick.stop()
         self.meter.reset()
@@ -296,6 +317,9 @@ class CallPage(QWidget):
         self.meter.setEnabled(self.stage is Stage.IN_CALL)
         self.clock.setVisible(self.stage is Stage.IN_CALL)
         self.transcript.setPlaceholderText(empty_hint(self.stage is Stage.IN_CALL, self.mode))
+        if self.cameras is not None:
+            in_call = self.stage is Stage.IN_CALL
+            self.camera.show_state(in_call and not self._camera_opening, self.camera_problem if in_call else None)
 
     def _show_clock(self) -> None:
         seconds = int(time.monotonic() - self._began)
@@ -328,6 +352,48 @@ class CallPage(QWidget):
         else:
             self.ptt.release()
             self.call.pause()
+
+    # ------------------------------------------------------------------ the camera
+
+    def _camera_clicked(self) -> None:
+        if self.call is None or self.cameras is None:
+            self.camera.show_off()
+        elif self.camera.camera is None:
+            self.camera.button.setChecked(False)  # checked once it delivers
+            self._camera_opening = True
+            self._sync()
+            self.tasks.spawn(self._open_camera(self.call))
+        else:
+            self._close_camera(self.call)
+            self.status.emit("Camera off")
+
+    async def _open_camera(self, call: Any) -> None:
+        try:
+            camera = await self.cameras.open_camera()
+        except OmnideskError as exc:
+            self.notice.show_error(exc.message)
+            return
+        finally:
+            self._camera_opening = False
+            self._sync()
+        if call is not self.call:  # the call ended meanwhile
+            camera.close()
+            return
+        video = getattr(call, "video", None)
+        sees = bool(self.cameras.sees_images()) and video is not None
+        if video is not None:
+            video.camera, video.on = camera, sees
+        self.camera.show_camera(camera, sees, getattr(video, "rate_hz", 1.0))
+        self.status.emit("Camera on")
+
+    def _close_camera(self, call: Any) -> None:
+        camera = self.camera.camera
+        video = getattr(call, "video", None)
+        if video is not None:
+            video.on, video.camera = False, None
+        self.camera.show_off()
+        if camera is not None:
+            camera.close()
 
     def _talk_target(self) -> Any:
         """The call Space talks to: only during a push-to-talk call."""
