@@ -110,13 +110,27 @@ async def run(args: argparse.Namespace) -> dict:
         mic.loopback(speaker, delay_ms=60, gain=0.4)
         canceller = EchoCanceller(FarEndReference.tap(speaker))
     parts = make_call_parts(mic=mic, canceller=canceller, threads=1)
+    camera = video = None
+    if args.camera:  # the fake camera plays at the preview rate while the call runs
+        import tempfile
+
+        from desktop.engine.call_video import VideoFeed
+        from desktop.media.fake_camera import FakeCamera, write_test_video
+
+        clip = write_test_video(Path(tempfile.mkdtemp()) / "camera.avi", seconds=2.0, fps=args.camera_fps, size=(640, 480))
+        camera = FakeCamera(clip, clock)
+        camera.start()
+        video = VideoFeed(camera)
+        video.on = True  # sampled at 1/s as for a model that sees (taken, not sent: the model is text-only)
+        video.take = lambda: []  # noqa: E731 - the text model gets no image parts
     call = Call(gw, mic, voice, parts.detector, parts.transcriber, canceller=parts.canceller, clock=clock,
-                params=SamplingParams(max_tokens=args.reply_tokens, temperature=0.0))
+                params=SamplingParams(max_tokens=args.reply_tokens, temperature=0.0), video=video)
     if args.verbose:
         t0 = clock.now()
         call.listeners.append(lambda e: e.kind != "level" and print(
             f"{clock.now() - t0:7.2f} {e.kind} {e.phase.value if e.phase else ''} {e.text[:60]!r}", file=sys.stderr, flush=True))
     await call.start()
+    t_begin = clock.now()
     mic.start(thread=True)
     stop = threading.Event()
 
@@ -147,8 +161,12 @@ async def run(args: argparse.Namespace) -> dict:
     await wait(lambda: len(call.turns) >= len(truth) and call.phase is CallPhase.LISTENING and not voice.speaking,
                120, "the last reply", lambda: f"phase {call.phase.value}, {len(call.turns)} turns for {len(truth)} "
                f"utterances, heard {[t.user_text for t in call.turns]}, speaking {voice.speaking}")
+    call_s = clock.now() - t_begin
+    cam_fps = camera.fps() if camera is not None else None
     await call.end()
     stop.set()
+    if camera is not None:
+        camera.close()
     await gw.close()
     voice.close()
     speaker.close()
@@ -188,6 +206,9 @@ async def run(args: argparse.Namespace) -> dict:
         "underruns": speaker.stats()["underruns"],
         "wer": word_error_rate(" ".join(w["text"] for w in truth), " ".join(t.user_text for t in turns)),
         "kv_tokens_last": rows[-1]["kv"] if rows else None,
+        **({"camera_fps": round(cam_fps, 2), "camera_fps_wanted": args.camera_fps,
+            "camera_fps_ratio": round(cam_fps / args.camera_fps, 3),
+            "frames_sampled_per_s": round(video.taken / call_s, 3)} if camera is not None else {}),
     }
 
 
@@ -202,6 +223,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reply-tokens", type=int, default=60)
     ap.add_argument("--quick", action="store_true", help="4 turns, one interrupted")
+    ap.add_argument("--camera", action="store_true", help="the fake camera runs (640×480) during the call: camera_fps_ratio")
+    ap.add_argument("--camera-fps", type=float, default=15.0)
     ap.add_argument("--verbose", action="store_true", help="print the call's events as they happen (stderr)")
     args = ap.parse_args()
     if args.quick:
