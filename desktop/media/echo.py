@@ -31,6 +31,7 @@ class EchoConfig:
     stream_delay_ms: int = 0  # hint to WebRTC; 0 lets AEC3 estimate the echo path delay itself
     erle_window_s: float = 1.0  # time constant of the recent-ERLE average
     double_talk: bool = True  # tell the user's voice from the echo on the raw microphone (near_talk)
+    reference_wait_ms: float = 30.0  # wait this long for a speaker running a little behind the mic
 
     def __post_init__(self) -> None:
         if self.delay_ms < 0:
@@ -113,7 +114,7 @@ class EchoCanceller:
     def _far(self, t: float, n: int) -> np.ndarray:
         if self.far is None:
             return np.zeros(n, np.float32)
-        samples, complete = self.far.read(t - self.config.delay_ms / 1000, n)
+        samples, complete = self.far.read_waiting(t - self.config.delay_ms / 1000, n, self.config.reference_wait_ms / 1000)
         if not complete and self.far.started:
             self.far_late_blocks += n // BLOCK
         return samples

@@ -4,6 +4,7 @@ its render callback and kept as a 16 kHz timeline that is read by clock time."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,23 @@ class FarEndReference:
     def started(self) -> bool:
         """Whether the reader has seen a played block yet."""
         return self._t0 is not None
+
+    def read_waiting(self, t: float, n: int, wait_s: float) -> tuple[np.ndarray, bool]:
+        """`read`, but when the speaker is playing and just a little behind (its newest sample
+        within `wait_s` of the end of the span), wait up to `wait_s` of real time for it: the
+        microphone's thread can run ahead of the speaker's by a block or two under load, and a
+        reference with a hole makes the echo canceller pass echo. A stopped speaker: no wait."""
+        samples, complete = self.read(t, n)
+        if complete or wait_s <= 0 or self._t0 is None:
+            return samples, complete
+        behind = t + n / self.rate - (self._t0 + self._hi / self.rate)
+        if behind > wait_s:
+            return samples, complete
+        deadline = time.monotonic() + wait_s
+        while not complete and time.monotonic() < deadline:
+            time.sleep(0.002)
+            samples, complete = self.read(t, n)
+        return samples, complete
 
     def read(self, t: float, n: int) -> tuple[np.ndarray, bool]:
         """The n samples (16 kHz) played from clock time t on, zeros where nothing was, and

@@ -100,3 +100,20 @@ def test_long_blocks_are_split_into_rows():
     got, complete = ref.read(3.0, 1600)
     assert complete
     np.testing.assert_array_equal(got, tone)
+
+
+def test_a_reader_a_little_ahead_of_the_speaker_waits_for_it_but_not_for_a_stopped_one():
+    import threading
+    import time
+
+    ref = FarEndReference(16000, block_frames=320)
+    ref.on_played(np.full(320, 0.5, np.float32), 0.0)  # [0, 20 ms) played
+    late = threading.Timer(0.01, lambda: ref.on_played(np.full(320, 0.25, np.float32), 0.02))
+    late.start()  # the speaker's next block comes 10 ms after the microphone asks for it
+    got, complete = ref.read_waiting(0.02, 320, wait_s=0.05)
+    assert complete and np.allclose(got, 0.25)
+    started = time.monotonic()
+    got, complete = ref.read_waiting(1.0, 320, wait_s=0.05)  # far past the last block: stopped
+    assert not complete and not got.any() and time.monotonic() - started < 0.02
+    got, complete = ref.read_waiting(0.04, 320, wait_s=0.03)  # just behind, but nothing comes
+    assert not complete
