@@ -197,6 +197,9 @@ async def run(args: argparse.Namespace) -> dict:
         "asr_ms_p50": p([r["asr_ms"] for r in rows], 50),
         "ttft_ms": [None if x is None else round(x, 1) for x in ttfts],
         "ttft_turn10_over_turn2": (ttfts[9] / ttfts[1]) if len(ttfts) >= 10 and ttfts[1] and ttfts[9] else None,
+        # the same comparison less exposed to one noisy turn: median of turns 8-10 over turns 2-4
+        "ttft_late_over_early": (statistics.median(ttfts[7:10]) / statistics.median(ttfts[1:4]))
+        if len(ttfts) >= 10 and None not in ttfts[1:10] else None,
         "barge_in_ms": [None if x is None else round(x, 1) for x in barge_ms],
         "barge_in_ms_p95": p([x for x in barge_ms if x is not None], 95) if barge_ms and None not in barge_ms else None,
         "barge_ins_missed": sum(x is None for x in barge_ms),
