@@ -288,10 +288,13 @@ class RemoteHost(WorkerHost):
             return
         except _Refused as exc:
             return self._fail(run, exc.event(run.request_id, self.spec.url))
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError) as exc:
             self._lost()
             return self._fail(run, ErrorEvent(run.request_id, UNREACHABLE,
                                               f"The remote worker at {self.spec.url} stopped answering ({why(exc)}).", True))
+        except Exception as exc:  # a bug here must still end the request
+            log.exception("Remote worker %s: request %s failed", self.worker_id, run.request_id)
+            return self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
         self._finish(run, messages, acc, holds, session, acc.finish or "stop")
 
     def _finish(self, run: Running, messages: tuple[Message, ...], acc: _Accounting, holds: bool,
@@ -363,7 +366,7 @@ class _Accounting:
         self.prefill_ms = piece.prompt_ms if piece.prompt_ms is not None else self.prefill_ms or self.ttft_ms
         self.decode_ms = piece.decode_ms if piece.decode_ms is not None else elapsed_s * 1000.0 - self.ttft_ms
         self.finish = piece.finish_reason or self.finish
-        return first
+
 
     def kind(self, holds: bool) -> str:
         if not self.cached:
