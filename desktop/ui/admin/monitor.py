@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from desktop.protocol import Command, Done, ErrorEvent, SlotInfo
 from desktop.protocol import EventSink, WorkerHost, WorkerStatus
+from desktop.workers.remote.host import UNREACHABLE
 from desktop.workers.stats import WorkerCounters
 
 log = logging.getLogger(__name__)
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class WorkerRow:
     id: str
-    state: str  # loading | idle | busy | error
+    state: str  # loading | idle | busy | error | unreachable (a remote worker's server)
     device: str
     in_flight: int
     capacity: int
@@ -114,6 +115,8 @@ class EngineMonitor:
             state = w["state"]
             if state == "idle" and w["in_flight"]:
                 state = "busy"
+            elif state == "error" and status is not None and status.code == UNREACHABLE:
+                state = "unreachable"  # a remote worker's server does not answer (it comes back when it does)
             message = status.message if status is not None and status.state.value == w["state"] else ""
             used = sum(1 for s in w["slots"] if s["in_use"])
             workers.append(WorkerRow(w["id"], state, status.device if status else "—", w["in_flight"],

@@ -105,7 +105,7 @@ class RemoteHost(WorkerHost):
         info, n = self.info, len(self.slots.slots)
         assert self._sink is not None
         self._sink(self.worker_id, WorkerStatus(
-            self.worker_id, state, message, device=f"remote {self.spec.url}", capacity=n, num_slots=n,
+            self.worker_id, state, message, device=f"remote · {self.spec.url}", capacity=n, num_slots=n,
             model=info.name if info and state is WorkerState.IDLE else "",
             context_length=info.context_length if info else 0, code=code))
 
