@@ -44,6 +44,7 @@ def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, core
     return [ProcessHost(f"cpu{i}", spec, config, threads=per, liveness=liveness) for i in range(cpu_workers)]
 
 
-def remote_hosts(specs: list[RemoteSpec]) -> list[WorkerHost]:
-    """One host per configured server: remote0, remote1, … (in the order of the settings)."""
-    return [RemoteHost(f"remote{i}", spec) for i, spec in enumerate(specs)]
+def remote_hosts(specs: list[RemoteSpec], **health: object) -> list[WorkerHost]:
+    """One host per configured server: remote0, remote1, … (in the order of the settings);
+    `health`: RemoteHost's health_s / backoff / timeout_s."""
+    return [RemoteHost(f"remote{i}", spec, **health) for i, spec in enumerate(specs)]  # type: ignore[arg-type]

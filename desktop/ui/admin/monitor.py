@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from desktop.protocol import Command, Done, ErrorEvent, SlotInfo
-from desktop.protocol import EventSink, WorkerHost, WorkerStatus
+from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
 from desktop.workers.remote.host import UNREACHABLE
 from desktop.workers.stats import WorkerCounters
 
@@ -86,6 +86,9 @@ class EngineMonitor:
     def observe(self, worker_id: str, event: Any) -> None:
         if isinstance(event, WorkerStatus):
             self._status[worker_id] = event
+            if event.state in (WorkerState.ERROR, WorkerState.LOADING):
+                with self._lock:  # its slots died with it (or are being rebuilt): no stale rows
+                    self._slots.pop(worker_id, None)
         elif isinstance(event, Done):
             with self._lock:
                 if event.slots:
@@ -135,7 +138,7 @@ class EngineMonitor:
                 hashes = info.hashes if info is not None else ()
                 idle = now - s["last_used"] if s["last_used"] else None
                 slots.append(SlotRow(w["id"], s["index"], slot_state, hashes[-1][:4].hex() if hashes else "",
-                                     s["hashes"], s["tokens"], idle, info.kv_bytes if info is not None else None))
+                                     s["hashes"], s["tokens"], idle, info.kv_bytes if info is not None and info.kv_bytes else None))
         return Snapshot(workers, slots, queue_rows(gateway, stats, now), self.counters(), stats["requests"],
                         stats["routing"], stats["cache"], stats["queue"])
 

@@ -89,6 +89,6 @@ class RemoteSlots:
 
     def snapshot(self) -> tuple[SlotInfo, ...]:
         return tuple(SlotInfo(index=s.index, state="busy" if s.busy else "session" if s.session_id else
-                              "idle" if s.hashes or s.tokens else "free",
+                              "idle" if s.hashes or s.tokens else "empty",
                               hashes=s.hashes, tokens=s.tokens, last_used=s.last_used, session_id=s.session_id,
                               kv_bytes=0) for s in self.slots)
