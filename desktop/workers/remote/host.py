@@ -18,7 +18,9 @@ import asyncio
 import logging
 import threading
 import time
+from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import AsyncIterator
 
 import httpx
 
@@ -74,8 +76,7 @@ class RemoteHost(WorkerHost):
     def start(self, sink: EventSink) -> None:
         self._sink = sink
         self._report(WorkerState.LOADING, f"Connecting to {self.spec.url}…")
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),),
-                                        name=f"remote-{self.worker_id}", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name=f"remote-{self.worker_id}", daemon=True)
         self._thread.start()
 
     def submit(self, cmd: Command) -> None:
@@ -114,6 +115,10 @@ class RemoteHost(WorkerHost):
         self._sink(self.worker_id, event)
 
     # ------------------------------------------------------------------ the loop
+
+    def _serve(self) -> None:
+        self._loop.run_until_complete(self._main())
+        self._loop.run_until_complete(self._loop.shutdown_asyncgens())
 
     async def _main(self) -> None:
         self._poke, self._stop = asyncio.Event(), asyncio.Event()
@@ -261,28 +266,14 @@ class RemoteHost(WorkerHost):
         assert self._client is not None and self.info is not None
         info, t0 = self.info, time.perf_counter()
         body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
-        acc, announced = _Accounting(), False
+        acc = _Accounting()
         try:
             async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
                                            headers=self.spec.headers) as resp:
                 if resp.status_code != 200:
                     raise _Refused(resp.status_code, body_error(await resp.aread()))
-                async for line in resp.aiter_lines():
-                    piece = parse_line(line)
-                    if piece is None:
-                        continue
-                    if piece.error:
-                        raise _Refused(500, piece.error)
-                    if piece.done:
-                        break
-                    acc.take(piece, time.perf_counter() - t0)
-                    if not announced and acc.prompt is not None and not run.chunks:  # llama.cpp: with the first token
-                        announced = True
-                        self._emit(PrefillDone(run.request_id, acc.prompt, acc.cached or 0, acc.kind(holds),
-                                               acc.prefill_ms, run.slot))
-                    if piece.delta and params.max_tokens > 0:
-                        run.chunks.append(piece.delta)
-                        self._emit(ChunkEvent(run.request_id, piece.delta))
+                async with aclosing(resp.aiter_lines()) as lines:  # closed here, never by a late GC
+                    await self._read(run, lines, acc, params.max_tokens > 0, holds, t0)
         except asyncio.CancelledError:
             self._finish(run, messages, acc, holds, session, "stopped")
             return
@@ -296,6 +287,27 @@ class RemoteHost(WorkerHost):
             log.exception("Remote worker %s: request %s failed", self.worker_id, run.request_id)
             return self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
         self._finish(run, messages, acc, holds, session, acc.finish or "stop")
+
+    async def _read(self, run: Running, lines: AsyncIterator[str], acc: _Accounting, show: bool, holds: bool,
+                    t0: float) -> None:
+        """Turn the event stream into events; `show`: send the text (not for a prefill-only turn)."""
+        announced = False
+        async for line in lines:
+            piece = parse_line(line)
+            if piece is None:
+                continue
+            if piece.error:
+                raise _Refused(500, piece.error)
+            if piece.done:
+                break
+            acc.take(piece, time.perf_counter() - t0)
+            if not announced and acc.prompt is not None and not run.chunks:  # llama.cpp: with the first token
+                announced = True
+                self._emit(PrefillDone(run.request_id, acc.prompt, acc.cached or 0, acc.kind(holds),
+                                       acc.prefill_ms, run.slot))
+            if piece.delta and show:
+                run.chunks.append(piece.delta)
+                self._emit(ChunkEvent(run.request_id, piece.delta))
 
     def _finish(self, run: Running, messages: tuple[Message, ...], acc: _Accounting, holds: bool,
                 session: str | None, reason: str) -> None:
