@@ -1,7 +1,8 @@
 """Remote workers against real llama.cpp servers (xllamacpp, the embedded GGUF, on 127.0.0.1),
 through the real gateway: a conversation's second turn comes back to the worker and slot that hold
 it and the server reports cached prompt tokens; a server that is killed fails its request with a
-clear error and turns unreachable, and comes back when it is restarted on the same port."""
+clear error and turns unreachable, and comes back when it is restarted on the same port; a wrong
+API key is said plainly; a session's reply can be cut to what the user heard."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import pytest
 
 from desktop.engine.gateway import Gateway
 from desktop.errors import WorkerCrashed
-from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, PrefillDone, WorkerHost, WorkerState, WorkerStatus
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+from desktop.protocol import (
+    AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, PrefillDone, TruncateReply, WorkerHost,
+    WorkerState, WorkerStatus,
+)
 from desktop.workers.remote.host import UNREACHABLE, RemoteHost
 from desktop.workers.remote.llama_server import LlamaServer
 from desktop.workers.remote.spec import RemoteSpec
@@ -144,5 +150,67 @@ def test_an_unknown_model_name_is_refused_with_the_names_the_server_has(servers)
             time.sleep(0.05)
         status = next(s for s in seen if isinstance(s, WorkerStatus) and s.state is WorkerState.ERROR)
         assert "no-such-model" in status.message and ".gguf" in status.message, status.message
+    finally:
+        host.close()
+
+
+def wait_status(seen: list, state: WorkerState, timeout: float = 20.0) -> WorkerStatus:
+    end = time.monotonic() + timeout
+    while True:
+        found = [s for s in seen if isinstance(s, WorkerStatus) and s.state is state]
+        if found:
+            return found[0]
+        assert time.monotonic() < end, f"no {state.value} status: {seen}"
+        time.sleep(0.05)
+
+
+def test_a_wrong_api_key_is_said_plainly_and_the_right_one_serves():
+    with LlamaServer(ctx=256, slots=1, threads=1, api_key="sk-right") as server:
+        for key, state in (("sk-wrong", WorkerState.ERROR), ("sk-right", WorkerState.IDLE)):
+            host, seen = RemoteHost("r0", RemoteSpec(server.url, api_key=key), **FAST), []
+            host.start(lambda _w, e: seen.append(e))
+            try:
+                status = wait_status(seen, state)
+                if state is WorkerState.ERROR:
+                    assert "refused the API key (HTTP 401)" in status.message, status.message
+                else:
+                    host.submit(Chat("c", (Message("user", "Hi"),), SamplingParams(max_tokens=2)))
+                    end = time.monotonic() + 20
+                    while not any(isinstance(e, (Done, ErrorEvent)) for e in seen):
+                        assert time.monotonic() < end
+                        time.sleep(0.05)
+                    assert isinstance(seen[-1], Done), seen[-1]
+            finally:
+                host.close()
+
+
+def test_a_session_reply_can_be_cut_to_what_was_heard(servers):
+    host, seen = RemoteHost("r0", RemoteSpec(servers[1].url), **FAST), []
+    host.start(lambda _w, e: seen.append(e))
+
+    def result(rid: str):
+        end = time.monotonic() + 20
+        while not any(isinstance(e, (Done, ErrorEvent)) and e.request_id == rid for e in seen if not isinstance(e, WorkerStatus)):
+            assert time.monotonic() < end
+            time.sleep(0.02)
+        return next(e for e in seen if isinstance(e, (Done, ErrorEvent)) and e.request_id == rid)
+
+    try:
+        wait_status(seen, WorkerState.IDLE)
+        host.submit(CreateSession("k1", "s", "You are brief."))
+        host.submit(AppendInput("k2", "s", (Message("user", "Count to five."),)))
+        host.submit(Generate("k3", "s", SamplingParams(max_tokens=8)))
+        reply = result("k3")
+        assert isinstance(reply, Done) and reply.text
+        host.submit(TruncateReply("k4", "s", "One,"))
+        assert isinstance(result("k4"), Done)
+        assert [m.content for m in host.slots.session("s").messages][-2:] == ["Count to five.", "One,"]
+        host.submit(TruncateReply("k5", "s", ""))  # drops the reply
+        assert isinstance(result("k5"), Done) and host.slots.session("s").messages[-1].role == "user"
+        host.submit(TruncateReply("k6", "s", "x"))  # nothing left to cut
+        assert isinstance(result("k6"), ErrorEvent)
+        host.submit(Generate("k7", "s", SamplingParams(max_tokens=4)))
+        again = result("k7")
+        assert isinstance(again, Done) and again.stats.cached_tokens > 0  # the system prompt and question were kept
     finally:
         host.close()

@@ -1,7 +1,7 @@
 """A llama.cpp server on 127.0.0.1 from the xllamacpp wheel, run in a child process: what the
 remote-worker tests and bench/remote.py talk to, and a quick way for a user to serve a GGUF.
 
-    python -m desktop.workers.remote.llama_server [--model FILE.gguf] [--port N] [--ctx N] [--slots N]
+    python -m desktop.workers.remote.llama_server [--model FILE.gguf] [--port N] [--ctx N] [--slots N] [--api-key K]
 
 prints one JSON line {"url": ...} once it listens, and serves until killed or its stdin closes."""
 
@@ -23,8 +23,9 @@ class LlamaServer:
     a crash would); `start()` again serves on the same port."""
 
     def __init__(self, model: str | None = None, *, port: int = 0, ctx: int = 1024, slots: int = 2,
-                 threads: int = 1) -> None:
+                 threads: int = 1, api_key: str = "") -> None:
         self.model, self.port, self.ctx, self.slots, self.threads = model, port, ctx, slots, threads
+        self.api_key = api_key
         self.url = ""
         self._proc: subprocess.Popen | None = None
 
@@ -33,6 +34,8 @@ class LlamaServer:
                 "--ctx", str(self.ctx), "--slots", str(self.slots), "--threads", str(self.threads)]
         if self.model:
             args += ["--model", self.model]
+        if self.api_key:
+            args += ["--api-key", self.api_key]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         proc = self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                              stderr=subprocess.DEVNULL, env=env, text=True)
@@ -63,7 +66,7 @@ class LlamaServer:
         self.kill()
 
 
-def serve(model: str | None, port: int, ctx: int, slots: int, threads: int) -> None:
+def serve(model: str | None, port: int, ctx: int, slots: int, threads: int, api_key: str = "") -> None:
     import xllamacpp as xc
 
     if model is None:
@@ -77,6 +80,8 @@ def serve(model: str | None, port: int, ctx: int, slots: int, threads: int) -> N
     p.cpuparams.n_threads = p.cpuparams_batch.n_threads = threads
     p.hostnames = ["127.0.0.1"]
     p.port = port
+    if api_key:
+        p.api_keys = [api_key]
     p.verbosity = 0
     p.warmup = False
     server = xc.Server(p)
@@ -94,8 +99,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ctx", type=int, default=1024, help="context tokens per slot")
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--api-key", default="", help="require this key (Authorization: Bearer)")
     a = ap.parse_args(argv)
-    serve(a.model, a.port, a.ctx, a.slots, a.threads)
+    serve(a.model, a.port, a.ctx, a.slots, a.threads, a.api_key)
 
 
 if __name__ == "__main__":
