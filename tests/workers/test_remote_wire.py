@@ -1,14 +1,19 @@
 """Remote workers without a server: address validation, the request body, SSE lines as llama.cpp
-and vLLM send them, and the slot table that keeps a conversation on the slot that caches it."""
+and vLLM send them, the slot table that keeps a conversation on the slot that caches it, and a
+host whose server is not there (unreachable, requests fail at once, close is quick)."""
 
 from __future__ import annotations
 
 import json
+import socket
+import time
 
 import pytest
 
 from desktop.model.messages import Message, history_hash
 from desktop.model.params import SamplingParams
+from desktop.protocol import Chat, ErrorEvent, WorkerState, WorkerStatus
+from desktop.workers.remote.host import UNREACHABLE, RemoteHost
 from desktop.workers.remote.slots import RemoteSlots
 from desktop.workers.remote.spec import RemoteSpec, check_url
 from desktop.workers.remote.wire import body_error, chat_body, parse_line
@@ -115,3 +120,43 @@ def test_sessions_own_their_slot_until_they_end():
     slots.hold(1)
     slots.release(1, None)  # a failed request: nothing reusable is known to be there
     assert slots.snapshot()[1].hashes == () and slots.snapshot()[1].tokens == 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again: nothing listens there
+
+
+def test_a_server_that_is_not_there_is_reported_unreachable_and_requests_fail_at_once():
+    url = f"http://127.0.0.1:{free_port()}"
+    seen: list = []
+    host = RemoteHost("r0", RemoteSpec(url), health_s=0.2, backoff=(0.05, 0.2), timeout_s=1.0)
+    host.start(lambda _w, e: seen.append(e))
+    end = time.monotonic() + 10
+    while not any(isinstance(e, WorkerStatus) and e.state is WorkerState.ERROR for e in seen):
+        assert time.monotonic() < end
+        time.sleep(0.02)
+    first, down = seen[0], seen[-1]
+    assert first.state is WorkerState.LOADING and url in first.message
+    assert down.code == UNREACHABLE and down.message.startswith(f"unreachable: {url} does not answer (connection refused")
+    host.submit(Chat("c", (Message("user", "hi"),)))
+    while not any(isinstance(e, ErrorEvent) for e in seen):
+        assert time.monotonic() < end
+        time.sleep(0.02)
+    err = next(e for e in seen if isinstance(e, ErrorEvent))
+    assert err.request_id == "c" and err.code == UNREACHABLE and url in err.message and err.retryable
+    statuses = sum(isinstance(e, WorkerStatus) for e in seen)
+    time.sleep(0.5)  # checks go on quietly: no status again while nothing changes
+    assert sum(isinstance(e, WorkerStatus) for e in seen) == statuses
+    t0 = time.perf_counter()
+    host.close()
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_close_right_after_start_does_not_hang():
+    host = RemoteHost("r0", RemoteSpec(f"http://127.0.0.1:{free_port()}"))
+    host.start(lambda _w, _e: None)
+    t0 = time.perf_counter()
+    host.close(timeout=5.0)
+    assert time.perf_counter() - t0 < 2.0 and not host._thread.is_alive()

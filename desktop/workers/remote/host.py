@@ -28,16 +28,16 @@ from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, EventSink, Generate,
-    MatchKind, PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
+    PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
 )
+from desktop.workers.remote.outcome import REMOTE_ERROR, Accounting, Refused
 from desktop.workers.remote.probe import ServerInfo, Unreachable, check_health, describe, why
 from desktop.workers.remote.slots import RemoteSlots
 from desktop.workers.remote.spec import RemoteSpec
-from desktop.workers.remote.wire import Piece, body_error, chat_body, parse_line
+from desktop.workers.remote.wire import body_error, chat_body, parse_line
 
 log = logging.getLogger(__name__)
 UNREACHABLE = "remote_unreachable"
-REMOTE_ERROR = "remote_error"
 
 
 @dataclass(eq=False, slots=True)
@@ -68,8 +68,8 @@ class RemoteHost(WorkerHost):
         self._running: dict[str, Running] = {}
         self._up = False
         self._closing = False
-        self._poke: asyncio.Event | None = None
-        self._stop: asyncio.Event | None = None
+        self._poke = asyncio.Event()  # a request met a dead connection: check health now
+        self._stop = asyncio.Event()
 
     # ------------------------------------------------------------------ WorkerHost
 
@@ -121,23 +121,22 @@ class RemoteHost(WorkerHost):
         self._loop.run_until_complete(self._loop.shutdown_asyncgens())
 
     async def _main(self) -> None:
-        self._poke, self._stop = asyncio.Event(), asyncio.Event()
         timeout = httpx.Timeout(self.timeout_s, read=None)  # a stream may think for long; health checks see a dead server
         async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
             self._client = client
             watch = asyncio.ensure_future(self._watch())
             await self._stop.wait()
             watch.cancel()
+            tasks = [r.task for r in self._running.values() if r.task]
             self._fail_all("shutdown", "The assistant is shutting down.")
-            await asyncio.gather(watch, *(r.task for r in self._running.values() if r.task), return_exceptions=True)
+            await asyncio.gather(watch, *tasks, return_exceptions=True)
 
     def _shutdown(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
+        self._stop.set()
 
     async def _watch(self) -> None:
         """Health checks, for the host's whole life."""
-        assert self._client is not None and self._poke is not None
+        assert self._client is not None
         delay, first = self.backoff[0], True
         while True:
             try:
@@ -176,8 +175,7 @@ class RemoteHost(WorkerHost):
 
     def _lost(self) -> None:
         """A request met a dead connection: check health now rather than at the next beat."""
-        if self._poke is not None:
-            self._poke.set()
+        self._poke.set()
 
     # ------------------------------------------------------------------ commands
 
@@ -266,18 +264,18 @@ class RemoteHost(WorkerHost):
         assert self._client is not None and self.info is not None
         info, t0 = self.info, time.perf_counter()
         body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
-        acc = _Accounting()
+        acc = Accounting()
         try:
             async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
                                            headers=self.spec.headers) as resp:
                 if resp.status_code != 200:
-                    raise _Refused(resp.status_code, body_error(await resp.aread()))
+                    raise Refused(resp.status_code, body_error(await resp.aread()))
                 async with aclosing(resp.aiter_lines()) as lines:  # closed here, never by a late GC
                     await self._read(run, lines, acc, params.max_tokens > 0, holds, t0)
         except asyncio.CancelledError:
             self._finish(run, messages, acc, holds, session, "stopped")
             return
-        except _Refused as exc:
+        except Refused as exc:
             return self._fail(run, exc.event(run.request_id, self.spec.url))
         except (httpx.HTTPError, OSError) as exc:
             self._lost()
@@ -288,7 +286,7 @@ class RemoteHost(WorkerHost):
             return self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
         self._finish(run, messages, acc, holds, session, acc.finish or "stop")
 
-    async def _read(self, run: Running, lines: AsyncIterator[str], acc: _Accounting, show: bool, holds: bool,
+    async def _read(self, run: Running, lines: AsyncIterator[str], acc: Accounting, show: bool, holds: bool,
                     t0: float) -> None:
         """Turn the event stream into events; `show`: send the text (not for a prefill-only turn)."""
         announced = False
@@ -297,7 +295,7 @@ class RemoteHost(WorkerHost):
             if piece is None:
                 continue
             if piece.error:
-                raise _Refused(500, piece.error)
+                raise Refused(500, piece.error)
             if piece.done:
                 break
             acc.take(piece, time.perf_counter() - t0)
@@ -309,7 +307,7 @@ class RemoteHost(WorkerHost):
                 run.chunks.append(piece.delta)
                 self._emit(ChunkEvent(run.request_id, piece.delta))
 
-    def _finish(self, run: Running, messages: tuple[Message, ...], acc: _Accounting, holds: bool,
+    def _finish(self, run: Running, messages: tuple[Message, ...], acc: Accounting, holds: bool,
                 session: str | None, reason: str) -> None:
         if self._running.pop(run.request_id, None) is None:  # already failed (host down, closing)
             return
@@ -337,50 +335,3 @@ class RemoteHost(WorkerHost):
             self._fail(run, ErrorEvent(run.request_id, code, message, retryable))
             if run.task is not None:
                 run.task.cancel()
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
-
-    def event(self, rid: str, url: str) -> ErrorEvent:
-        said = f": {self.detail}" if self.detail else ""
-        if self.status in (401, 403):
-            return ErrorEvent(rid, REMOTE_ERROR, f"The server at {url} refused the API key (HTTP {self.status}); check it in Settings.")
-        if 400 <= self.status < 500:
-            code = "context_length_exceeded" if "context" in self.detail.lower() else "invalid_request"
-            return ErrorEvent(rid, code, f"The server at {url} refused the request (HTTP {self.status}){said}.")
-        return ErrorEvent(rid, REMOTE_ERROR, f"The server at {url} failed (HTTP {self.status}){said}.", retryable=True)
-
-
-@dataclass(slots=True)
-class _Accounting:
-    """The server's numbers as they arrive (llama.cpp: with every piece; others: in the last)."""
-
-    prompt: int | None = None
-    cached: int | None = None
-    generated: int | None = None
-    prefill_ms: float = 0.0
-    decode_ms: float = 0.0
-    ttft_ms: float = 0.0
-    finish: str = ""
-    pieces: int = 0
-
-    def take(self, piece: Piece, elapsed_s: float) -> None:
-        """Fold in a piece (the first one: the prompt has been read)."""
-        if not self.pieces:
-            self.ttft_ms = elapsed_s * 1000.0
-        self.pieces += 1
-        self.prompt = piece.prompt_tokens if piece.prompt_tokens is not None else self.prompt
-        self.cached = piece.cached_tokens if piece.cached_tokens is not None else self.cached
-        self.generated = piece.completion_tokens if piece.completion_tokens is not None else self.generated
-        self.prefill_ms = piece.prompt_ms if piece.prompt_ms is not None else self.prefill_ms or self.ttft_ms
-        self.decode_ms = piece.decode_ms if piece.decode_ms is not None else elapsed_s * 1000.0 - self.ttft_ms
-        self.finish = piece.finish_reason or self.finish
-
-
-    def kind(self, holds: bool) -> str:
-        if not self.cached:
-            return MatchKind.MISS.value
-        return (MatchKind.EXTEND if holds else MatchKind.PREFIX).value
