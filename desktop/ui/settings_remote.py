@@ -1,11 +1,15 @@
 """The Remote workers page of the settings dialog: the OpenAI-compatible servers (llama.cpp's
 server, vLLM, SGLang) that serve chats beside the local model; add one (address, model, key),
-checked as it is added, or remove the selected one."""
+checked as it is added, remove the selected one, or ask a server whether it answers (on a thread:
+the dialog never waits for the network)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 from pydantic import ValidationError
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem,
@@ -13,8 +17,34 @@ from PySide6.QtWidgets import (
 
 from desktop.settings import RemoteWorker, Settings
 from desktop.ui.settings_form import Page, hint
+from desktop.workers.remote.probe import Unreachable, check_server
+from desktop.workers.remote.spec import RemoteSpec
 
 ERROR_STYLE = "color: #d32f2f;"
+OK_STYLE = "color: #2e7d32;"
+
+
+class ServerCheck(QObject):
+    """Looks at one server on a thread; `finished(text, ok)` comes back on the Qt thread."""
+
+    finished = Signal(str, bool)
+
+    def start(self, spec: RemoteSpec) -> None:
+        threading.Thread(target=self._run, args=(spec,), name="remote-check", daemon=True).start()
+
+    def _run(self, spec: RemoteSpec) -> None:
+        try:
+            info = asyncio.run(check_server(spec))
+            context = f" · {info.context_length:,}-token context" if info.context_length else ""
+            text, ok = f"{spec.url} answers: {info.name} · {info.slots} slot(s){context}.", True
+        except Unreachable as exc:
+            text, ok = f"{spec.url} does not answer: {exc}.", False
+        except Exception as exc:  # never a traceback in a settings page
+            text, ok = f"{spec.url} could not be checked: {type(exc).__name__}: {exc}.", False
+        try:
+            self.finished.emit(text, ok)
+        except RuntimeError:  # the dialog was closed meanwhile
+            pass
 COLUMNS = ("Address", "Model", "API key")
 
 
@@ -57,11 +87,17 @@ class RemotePage(Page):
             edit.textChanged.connect(self._sync)
         self.add_button = QPushButton("&Add server")
         self.remove_button = QPushButton("Remove &selected")
+        self.check_button = QPushButton("&Check connection")
+        self.check_button.setToolTip("Ask the server in the fields above (or the selected one) whether it answers")
         self.add_button.clicked.connect(self.add)
         self.remove_button.clicked.connect(self.remove)
+        self.check_button.clicked.connect(self.check)
+        self.checker = ServerCheck(self)
+        self.checker.finished.connect(self._checked)
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.remove_button)
+        buttons.addWidget(self.check_button)
         buttons.addStretch(1)
         self.form.addRow(buttons)
         self.error = QLabel()
@@ -90,6 +126,29 @@ class RemotePage(Page):
         self.table.selectRow(len(self.workers) - 1)
         self.changed.emit()
         return True
+
+    def check(self) -> None:
+        """Ask the typed server (else the selected one) whether it answers; the result shows below."""
+        rows = self.table.selectionModel().selectedRows()
+        if self.url.text().strip():
+            try:
+                worker = RemoteWorker(url=self.url.text(), model=self.model.text(), api_key=self.key.text())
+            except ValidationError as exc:
+                self._say(f"Address: {str(exc.errors()[0]['msg']).removeprefix('Value error, ')}.", self.url)
+                return
+        elif rows:
+            worker = self.workers[rows[0].row()]
+        else:
+            return
+        self.check_button.setEnabled(False)
+        self.error.setStyleSheet("")
+        self.error.setText(f"Checking {worker.url}…")
+        self.checker.start(worker.spec())
+
+    def _checked(self, text: str, ok: bool) -> None:
+        self.error.setStyleSheet(OK_STYLE if ok else ERROR_STYLE)
+        self.error.setText(text)
+        self._sync(keep_message=True)
 
     def remove(self) -> None:
         rows = self.table.selectionModel().selectedRows()
@@ -123,12 +182,16 @@ class RemotePage(Page):
         self._sync()
 
     def _say(self, message: str, focus: QLineEdit) -> bool:
+        self.error.setStyleSheet(ERROR_STYLE)
         self.error.setText(message)
         focus.setFocus()
         focus.selectAll()
         return False
 
-    def _sync(self) -> None:
-        self.error.clear()
-        self.add_button.setEnabled(bool(self.url.text().strip()))
-        self.remove_button.setEnabled(bool(self.table.selectionModel().selectedRows()))
+    def _sync(self, *_: object, keep_message: bool = False) -> None:
+        if not keep_message:
+            self.error.clear()
+        typed, selected = bool(self.url.text().strip()), bool(self.table.selectionModel().selectedRows())
+        self.add_button.setEnabled(typed)
+        self.remove_button.setEnabled(selected)
+        self.check_button.setEnabled((typed or selected) and not self.error.text().startswith("Checking"))

@@ -1,7 +1,10 @@
 """The Remote workers settings page (offscreen): a server is checked as it is added (refused in
-words, nothing lost), removed with its button or Delete, and OK gives Settings that hold them."""
+words, nothing lost), removed with its button or Delete, asked whether it answers (a closed port;
+a real llama.cpp server), and OK gives Settings that hold them."""
 
 from __future__ import annotations
+
+import socket
 
 import pytest
 from PySide6.QtCore import Qt
@@ -9,6 +12,7 @@ from PySide6.QtCore import Qt
 from desktop.settings import Settings
 from desktop.ui.settings_dialog import SettingsDialog
 from desktop.ui.settings_remote import RemotePage
+from desktop.workers.remote.llama_server import LlamaServer
 
 
 @pytest.fixture
@@ -73,3 +77,32 @@ def test_a_server_is_removed_with_the_button_or_delete(dialog, qtbot):
         qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
     assert [w.url for w in applied.args[0].remote_workers] == ["http://a:1"]
     assert start.needs_reload(applied.args[0])
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_check_says_when_a_server_does_not_answer(dialog, qtbot):
+    dlg, page = dialog()
+    url = f"http://127.0.0.1:{closed_port()}"
+    fill(qtbot, page, url)
+    with qtbot.waitSignal(page.checker.finished, timeout=10_000):
+        qtbot.mouseClick(page.check_button, Qt.MouseButton.LeftButton)
+        assert page.error.text() == f"Checking {url}…" and not page.check_button.isEnabled()
+    assert page.error.text() == f"{url} does not answer: connection refused or host not found."
+    assert page.check_button.isEnabled() and page.workers == []  # checking adds nothing
+
+
+@pytest.mark.real_model
+def test_check_names_what_a_live_server_serves(dialog, qtbot, screenshot):
+    with LlamaServer(ctx=512, slots=2, threads=1) as server:
+        dlg, page = dialog(Settings(remote_workers=[{"url": server.url}]))
+        page.table.selectRow(0)  # nothing typed: the selected server is checked
+        with qtbot.waitSignal(page.checker.finished, timeout=15_000) as result:
+            qtbot.mouseClick(page.check_button, Qt.MouseButton.LeftButton)
+        assert result.args[1] is True
+        assert page.error.text() == f"{server.url} answers: SmolLM2-135M-Instruct.Q4_1.gguf · 2 slot(s) · 512-token context."
+        screenshot(dlg, "settings_remote_check")

@@ -1,9 +1,10 @@
 """Health checks of a remote server: is it answering (GET /health, else /v1/models), and once, what
-it serves: the model's name, its context window and how many slots it runs (llama.cpp: /props and
-/slots; vLLM: max_model_len in /v1/models)."""
+it serves: the model's name, its context window and how many slots it runs (llama.cpp: /props;
+vLLM: max_model_len in /v1/models)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import httpx
@@ -94,3 +95,14 @@ async def describe(client: httpx.AsyncClient, spec: RemoteSpec) -> ServerInfo:
             pass
     return ServerInfo(model=model, name=model.replace("\\", "/").rsplit("/", 1)[-1] or spec.url,
                       context_length=context, slots=spec.slots or slots or DEFAULT_SLOTS, llamacpp=llamacpp)
+
+
+async def check_server(spec: RemoteSpec, timeout_s: float = 5.0) -> ServerInfo:
+    """One look at a server (Settings' "Check"): does it answer, and what does it serve. Raises
+    Unreachable with the reason."""
+    async with httpx.AsyncClient(timeout=timeout_s, trust_env=False) as client:
+        try:
+            await asyncio.wait_for(check_health(client, spec), timeout_s)
+            return await asyncio.wait_for(describe(client, spec), timeout_s)
+        except asyncio.TimeoutError:
+            raise Unreachable("no answer in time") from None
