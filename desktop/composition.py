@@ -22,7 +22,7 @@ from desktop.ui.admin.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme
-from desktop.workers.factory import make_hosts
+from desktop.workers.factory import make_hosts, remote_hosts
 from desktop.protocol import WorkerHost, WorkerStatus
 
 log = logging.getLogger(__name__)
@@ -337,13 +337,14 @@ def model_info(statuses: list[WorkerStatus | None], spec: ModelSpec) -> tuple[st
 
 
 def engine_hosts(settings: Settings) -> list[WorkerHost]:
-    """The workers for the settings' model. A real model never runs in the window's process: its
-    imports, tokenizer parse and weight loading hold the GIL for 40-200 ms at a time, and its objects
+    """The workers for the settings' model, then the remote workers (servers). A real model never
+    runs in the window's process: its imports, tokenizer parse and weight loading hold the GIL for
+    40-200 ms at a time, and its objects
     would fill the heap that the Qt thread's garbage collector scans. Only the tiny test model, built
     in code in milliseconds, stays on a thread (tests start many of them). Raises OmnideskError."""
     spec = settings.model_spec()
     return make_hosts(spec, settings.worker_config(), settings.workers, cores=worker_cores(),
-                      isolate=spec.source != "tiny")
+                      isolate=spec.source != "tiny") + remote_hosts(settings.remote_specs())
 
 
 def worker_cores() -> int:

@@ -16,6 +16,7 @@ from desktop.model.messages import first_unencodable
 from desktop.model.params import SEED_LIMIT, SamplingParams
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 from desktop.workers.config import WorkerConfig
+from desktop.workers.remote.spec import RemoteSpec, check_text, check_url
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,30 @@ MAX_BYTES = 1 << 20  # a settings file is a few KB; anything near this is not on
 MAX_TEXT = 4096  # characters in any text setting (paths, names, the window geometry)
 _BRIEF = reprlib.Repr()  # a bad value as the warning shows it: short, and safe on deep nesting
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlist, _BRIEF.maxdict = 2, 40, 40, 3, 3
+
+
+class RemoteWorker(BaseModel):
+    """An OpenAI-compatible server in the worker pool (desktop/workers/remote): its address, the
+    model to ask for ("" = the server's own) and an optional API key (stored in this file)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+    url: str
+    model: str = ""
+    api_key: str = Field("", repr=False)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return check_url(v)
+
+    @field_validator("model", "api_key")
+    @classmethod
+    def _line(cls, v: str, info: Any) -> str:
+        return check_text("model name" if info.field_name == "model" else "API key", v)
+
+    def spec(self) -> RemoteSpec:
+        return RemoteSpec(self.url, self.model, self.api_key)
 
 
 class Settings(BaseModel):
@@ -42,6 +67,7 @@ class Settings(BaseModel):
     cache_mode: Literal["off", "spc", "imc", "imc+spc"] = "imc+spc"
     cache_min_tokens: int = Field(100, ge=1, le=100_000)
     kv_budget_mb: int = Field(2048, ge=16, le=1_000_000)
+    remote_workers: list[RemoteWorker] = Field(default_factory=list, max_length=16)
     # sampling defaults
     temperature: float = Field(0.6, ge=0.0, le=5.0)
     top_p: float = Field(0.9, gt=0.0, le=1.0)
@@ -105,6 +131,18 @@ class Settings(BaseModel):
             raise ValueError("a path cannot contain a NUL character")
         return v
 
+    @field_validator("remote_workers")
+    @classmethod
+    def _distinct_remotes(cls, v: list[RemoteWorker]) -> list[RemoteWorker]:
+        seen = [(w.url, w.model) for w in v]
+        twice = next((w for i, w in enumerate(seen) if w in seen[:i]), None)
+        if twice is not None:
+            raise ValueError(f"the server {twice[0]} is listed twice")
+        return v
+
+    def remote_specs(self) -> list[RemoteSpec]:
+        return [w.spec() for w in self.remote_workers]
+
     def model_spec(self) -> ModelSpec:
         return ModelSpec(self.model_source, self.dtype, self.device)
 
@@ -128,7 +166,8 @@ class Settings(BaseModel):
 
     def needs_reload(self, other: Settings) -> bool:
         """Whether going from self to other needs the model/workers rebuilt (with progress)."""
-        keys = ("model_source", "dtype", "device", "workers", "slots_per_worker", "cache_mode", "cache_min_tokens", "kv_budget_mb")
+        keys = ("model_source", "dtype", "device", "workers", "slots_per_worker", "cache_mode", "cache_min_tokens", "kv_budget_mb",
+                "remote_workers")
         return any(getattr(self, k) != getattr(other, k) for k in keys)
 
 

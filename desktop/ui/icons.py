@@ -12,7 +12,7 @@ SIZE = 64  # drawn large, scaled down by Qt; looks crisp at 16–32 px
 
 STATE_COLORS = {
     "idle": "#2e9d57", "empty": "#9aa0a6", "busy": "#d9822b", "active": "#d9822b",
-    "loading": "#3a7bd5", "error": "#d64541", "session": "#8e5cc7",
+    "loading": "#3a7bd5", "error": "#d64541", "session": "#8e5cc7", "unreachable": "#d64541",
 }
 
 

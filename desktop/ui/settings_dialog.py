@@ -1,4 +1,4 @@
-"""The settings dialog: model, cache, sampling, audio, recording and API server pages. The form is
+"""The settings dialog: model, cache, sampling, audio, recording, API server and remote workers pages. The form is
 validated as one pydantic Settings on OK/Apply; a refused value is named inline and nothing is lost."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from PySide6.QtWidgets import (
 from desktop.settings import Settings
 from desktop.ui.settings_form import Page, hint
 from desktop.ui.settings_pages import ApiPage, AudioPage, CachePage, ModelPage, RecordingPage, SamplingPage
+from desktop.ui.settings_remote import RemotePage
 
-RELOAD_NOTE = "Changing the model, device, workers or cache reloads the model."
+RELOAD_NOTE = "Changing the model, device, workers, cache or remote workers reloads the model."
 ERROR_STYLE = "color: #d32f2f; font-weight: 600;"
 
 
@@ -37,6 +38,7 @@ class SettingsDialog(QDialog):
         self.pages: list[Page] = [
             self.model_page, CachePage(settings), SamplingPage(settings),
             AudioPage(settings, list(sound_devices or [])), RecordingPage(settings), ApiPage(settings),
+            RemotePage(settings),
         ]
         layout = QVBoxLayout(self)  # children in visual order: the focus chain follows it
         self.tabs = QTabWidget(self)

@@ -12,7 +12,7 @@ from desktop.ui.admin.format import loading_fraction, percent
 from desktop.ui.admin.monitor import Snapshot, WorkerRow
 from desktop.ui.plain import plain_tip
 
-ORDER = ("busy", "idle", "loading", "error")
+ORDER = ("busy", "idle", "loading", "error", "unreachable")
 
 
 def worker_state_text(w: WorkerRow) -> str:

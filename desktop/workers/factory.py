@@ -1,5 +1,6 @@
 """Which worker hosts to start for a model: one spawned subprocess per CUDA GPU; on the CPU a
-configurable number (default 1: a thread host unless isolated; more: subprocesses sharing the cores)."""
+configurable number (default 1: a thread host unless isolated; more: subprocesses sharing the cores).
+Remote workers (OpenAI-compatible servers) join them as hosts of their own."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness
 from desktop.protocol import WorkerHost
 from desktop.workers.process_host import ProcessHost
+from desktop.workers.remote.host import RemoteHost
+from desktop.workers.remote.spec import RemoteSpec
 from desktop.workers.thread_host import ThreadHost
 
 
@@ -39,3 +42,9 @@ def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, core
         return [ThreadHost("cpu0", spec, config, threads=cores, liveness=liveness)]
     per = max(1, cores // cpu_workers)  # oversubscribed OpenMP threads are pathologically slow
     return [ProcessHost(f"cpu{i}", spec, config, threads=per, liveness=liveness) for i in range(cpu_workers)]
+
+
+def remote_hosts(specs: list[RemoteSpec], **health: object) -> list[WorkerHost]:
+    """One host per configured server: remote0, remote1, … (in the order of the settings);
+    `health`: RemoteHost's health_s / backoff / timeout_s."""
+    return [RemoteHost(f"remote{i}", spec, **health) for i, spec in enumerate(specs)]  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
-"""One contract, three hosts: the fake host the engine tests use, the thread host and the spawned
-process host (both on the tiny model) are driven through desktop.protocol alone and must behave
-the same: LOADING then IDLE, exactly one terminal event per request, Stop, sessions, a bad
+"""One contract, four hosts: the fake host the engine tests use, the thread host and the spawned
+process host (both on the tiny model), and the remote host on a real llama.cpp server (xllamacpp,
+the embedded GGUF, on 127.0.0.1) are driven through desktop.protocol alone and must behave the same: LOADING then IDLE, exactly one terminal event per request, Stop, sessions, a bad
 request answered while the host keeps serving, close() failing what is in flight, submit()
 never blocking its caller."""
 
@@ -23,6 +23,9 @@ from desktop.protocol import (
 )
 from desktop.workers.config import WorkerConfig
 from desktop.workers.process_host import ProcessHost
+from desktop.workers.remote.host import RemoteHost
+from desktop.workers.remote.llama_server import LlamaServer
+from desktop.workers.remote.spec import RemoteSpec
 from desktop.workers.thread_host import ThreadHost
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "engine"))
@@ -65,7 +68,24 @@ class Sink:
         return next(s for s in self.statuses if s.state is WorkerState.IDLE)
 
 
+KINDS = ["fake", "thread", "process", pytest.param("remote", marks=pytest.mark.real_model)]
+_server: list[LlamaServer] = []  # one llama.cpp server for the module, started by the first remote host
+
+
+@pytest.fixture(scope="module", autouse=True)
+def llama_server():
+    yield
+    while _server:
+        _server.pop().kill()
+
+
 def make(kind: str) -> WorkerHost:
+    if kind == "remote":
+        if not _server:
+            server = LlamaServer(ctx=512, slots=2, threads=1)
+            server.start()
+            _server.append(server)
+        return RemoteHost("remote", RemoteSpec(_server[0].url))
     if kind == "fake":
         return FakeHost("fake", capacity=2, num_slots=2, auto=0.5, context_length=2048)
     if kind == "thread":
@@ -73,7 +93,7 @@ def make(kind: str) -> WorkerHost:
     return ProcessHost("process", TINY, CONFIG, threads=1)
 
 
-@pytest.fixture(scope="module", params=["fake", "thread", "process"])
+@pytest.fixture(scope="module", params=KINDS)
 def started(request):
     """One started host per kind for the module (a process host costs seconds to spawn)."""
     host, sink = make(request.param), Sink()
@@ -136,7 +156,7 @@ def test_a_bad_request_is_answered_and_the_host_keeps_serving(started):
     assert isinstance(sink.terminal("b2"), Done)
 
 
-@pytest.mark.parametrize("kind", ["fake", "thread", "process"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_submit_never_blocks_and_close_fails_what_is_in_flight(kind):
     host, sink = make(kind), Sink()
     host.start(sink)

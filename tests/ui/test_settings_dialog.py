@@ -14,7 +14,7 @@ from desktop.settings import Settings
 from desktop.ui.settings_dialog import RELOAD_NOTE, SettingsDialog
 
 DEVICES = ["Built-in Audio Analog Stereo", "USB Headset"]
-PAGE_NAMES = ["model", "cache", "sampling", "audio", "recording", "api"]
+PAGE_NAMES = ["model", "cache", "sampling", "audio", "recording", "api", "remote"]
 
 
 @pytest.fixture
@@ -38,9 +38,9 @@ def test_shows_current_values(make, tmp_path):
                  cache_mode="spc", cache_min_tokens=250, kv_budget_mb=512, temperature=1.25, top_p=0.5,
                  top_k=40, repetition_penalty=1.2, max_tokens=100, seed=7, audio_output_device="USB Headset",
                  recording_enabled=True, retention_days=9, max_storage_gb=1.5, api_server_enabled=True,
-                 api_port=9001)
+                 api_port=9001, remote_workers=[{"url": "http://gpu.lan:8080", "model": "m", "api_key": "k"}])
     dlg = make(s)
-    model, cache, sampling, audio, recording, api = dlg.pages
+    model, cache, sampling, audio, recording, api, remote = dlg.pages
     assert model.local.isChecked() and model.path.text() == str(tmp_path)
     assert (model.device.currentText(), model.dtype.currentText()) == ("cuda:1", "bfloat16")
     assert (model.workers.value(), model.slots.value()) == (3, 6)
@@ -51,6 +51,7 @@ def test_shows_current_values(make, tmp_path):
     assert (audio.output.currentText(), audio.input.currentText()) == ("USB Headset", "System default")
     assert recording.enabled.isChecked() and recording.days.value() == 9 and recording.gb.value() == 1.5
     assert api.enabled.isChecked() and api.port.value() == 9001 and api.address.text().endswith(":9001")
+    assert [remote.table.item(0, c).text() for c in range(3)] == ["http://gpu.lan:8080", "m", "set"]
     assert not dlg.apply_button.isEnabled()  # nothing changed yet
     assert dlg.form_values() == s.model_dump()  # the form round-trips the settings exactly
 
@@ -341,7 +342,7 @@ def test_long_error_wraps_and_the_dialog_grows(make, qtbot, tmp_path, screenshot
 
 def test_spin_box_ranges_come_from_the_pydantic_bounds(make):
     dlg = make()
-    model, cache, sampling, _, recording, api = dlg.pages
+    model, cache, sampling, _, recording, api = dlg.pages[:6]
     assert (api.port.minimum(), api.port.maximum()) == (1024, 65535)
     assert (model.workers.minimum(), model.workers.maximum()) == (1, 16)
     assert (cache.budget.minimum(), cache.budget.maximum()) == (16, 1_000_000)

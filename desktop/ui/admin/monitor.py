@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from desktop.protocol import Command, Done, ErrorEvent, SlotInfo
-from desktop.protocol import EventSink, WorkerHost, WorkerStatus
+from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.workers.remote.host import UNREACHABLE
 from desktop.workers.stats import WorkerCounters
 
 log = logging.getLogger(__name__)
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class WorkerRow:
     id: str
-    state: str  # loading | idle | busy | error
+    state: str  # loading | idle | busy | error | unreachable (a remote worker's server)
     device: str
     in_flight: int
     capacity: int
@@ -85,6 +86,9 @@ class EngineMonitor:
     def observe(self, worker_id: str, event: Any) -> None:
         if isinstance(event, WorkerStatus):
             self._status[worker_id] = event
+            if event.state in (WorkerState.ERROR, WorkerState.LOADING):
+                with self._lock:  # its slots died with it (or are being rebuilt): no stale rows
+                    self._slots.pop(worker_id, None)
         elif isinstance(event, Done):
             with self._lock:
                 if event.slots:
@@ -114,6 +118,8 @@ class EngineMonitor:
             state = w["state"]
             if state == "idle" and w["in_flight"]:
                 state = "busy"
+            elif state == "error" and status is not None and status.code == UNREACHABLE:
+                state = "unreachable"  # a remote worker's server does not answer (it comes back when it does)
             message = status.message if status is not None and status.state.value == w["state"] else ""
             used = sum(1 for s in w["slots"] if s["in_use"])
             workers.append(WorkerRow(w["id"], state, status.device if status else "—", w["in_flight"],
@@ -132,7 +138,7 @@ class EngineMonitor:
                 hashes = info.hashes if info is not None else ()
                 idle = now - s["last_used"] if s["last_used"] else None
                 slots.append(SlotRow(w["id"], s["index"], slot_state, hashes[-1][:4].hex() if hashes else "",
-                                     s["hashes"], s["tokens"], idle, info.kv_bytes if info is not None else None))
+                                     s["hashes"], s["tokens"], idle, info.kv_bytes if info is not None and info.kv_bytes else None))
         return Snapshot(workers, slots, queue_rows(gateway, stats, now), self.counters(), stats["requests"],
                         stats["routing"], stats["cache"], stats["queue"])
 

@@ -1,0 +1,337 @@
+"""Remote host: an OpenAI-compatible server (llama.cpp's server, vLLM, SGLang) as a worker of the
+pool. Commands become streamed /v1/chat/completions requests on an asyncio loop of its own thread;
+the server's SSE stream becomes ChunkEvents and a Done whose TokenStats carry the server's own
+accounting (prompt tokens, cached tokens). Stop closes the stream.
+
+A conversation keeps its slot (slots.py): the Done's slot snapshot holds its message hashes, so the
+gateway routes its next turn back here, and here to the same llama.cpp slot (id_slot), where the
+server's prefix cache holds it. Sessions keep their messages on this side and send the whole
+conversation to their slot each Generate (the server reuses the cached prefix).
+
+Health: /health is polled (every `health_s` while up; with a growing backoff while down). A server
+that stops answering is reported ERROR (code remote_unreachable; not restarting, so nothing waits
+for it): what runs there fails with that reason, and it is reported IDLE, empty, once it answers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import AsyncIterator
+
+import httpx
+
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+from desktop.protocol import (
+    AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, EventSink, Generate,
+    PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
+)
+from desktop.workers.remote.outcome import REMOTE_ERROR, Accounting, Refused
+from desktop.workers.remote.probe import ServerInfo, Unreachable, check_health, describe, why
+from desktop.workers.remote.slots import RemoteSlots
+from desktop.workers.remote.spec import RemoteSpec
+from desktop.workers.remote.wire import body_error, chat_body, parse_line
+
+log = logging.getLogger(__name__)
+UNREACHABLE = "remote_unreachable"
+
+
+@dataclass(eq=False, slots=True)
+class Running:
+    """One request in flight: its task, its slot, and why it was cancelled (if it was)."""
+
+    request_id: str
+    slot: int
+    task: asyncio.Task | None = None
+    stopped: bool = False
+    chunks: list[str] = field(default_factory=list)
+
+
+class RemoteHost(WorkerHost):
+    """`health_s`: seconds between health checks while up; `backoff`: (first, longest) wait
+    between checks while down; `timeout_s`: connect and health-check timeout."""
+
+    def __init__(self, worker_id: str, spec: RemoteSpec, *, health_s: float = 5.0,
+                 backoff: tuple[float, float] = (0.5, 30.0), timeout_s: float = 5.0) -> None:
+        self.worker_id, self.spec = worker_id, spec
+        self.health_s, self.backoff, self.timeout_s = health_s, backoff, timeout_s
+        self.info: ServerInfo | None = None
+        self.slots = RemoteSlots()
+        self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        self._sink: EventSink | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._running: dict[str, Running] = {}
+        self._up = False
+        self._closing = False
+        self._poke = asyncio.Event()  # a request met a dead connection: check health now
+        self._stop = asyncio.Event()
+
+    # ------------------------------------------------------------------ WorkerHost
+
+    def start(self, sink: EventSink) -> None:
+        self._sink = sink
+        self._report(WorkerState.LOADING, f"Connecting to {self.spec.url}…")
+        self._thread = threading.Thread(target=self._serve, name=f"remote-{self.worker_id}", daemon=True)
+        self._thread.start()
+
+    def submit(self, cmd: Command) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._handle, cmd)
+        except RuntimeError:  # closed: answer here so the request still ends
+            rid = getattr(cmd, "request_id", None)
+            if rid is not None and self._sink is not None:
+                self._emit(ErrorEvent(rid, "shutdown", "The remote worker is closed."))
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._closing = True
+        if self._thread is None:
+            self._loop.close()
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._shutdown)
+        except RuntimeError:
+            return
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    # ------------------------------------------------------------------ reports
+
+    def _report(self, state: WorkerState, message: str = "", code: str = "") -> None:
+        info, n = self.info, len(self.slots.slots)
+        assert self._sink is not None
+        self._sink(self.worker_id, WorkerStatus(
+            self.worker_id, state, message, device=f"remote · {self.spec.url}", capacity=n, num_slots=n,
+            model=info.name if info and state is WorkerState.IDLE else "",
+            context_length=info.context_length if info else 0, code=code))
+
+    def _emit(self, event) -> None:
+        assert self._sink is not None
+        self._sink(self.worker_id, event)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _serve(self) -> None:
+        self._loop.run_until_complete(self._main())
+        self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+
+    async def _main(self) -> None:
+        timeout = httpx.Timeout(self.timeout_s, read=None)  # a stream may think for long; health checks see a dead server
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            self._client = client
+            watch = asyncio.ensure_future(self._watch())
+            await self._stop.wait()
+            watch.cancel()
+            tasks = [r.task for r in self._running.values() if r.task]
+            self._fail_all("shutdown", "The assistant is shutting down.")
+            await asyncio.gather(watch, *tasks, return_exceptions=True)
+
+    def _shutdown(self) -> None:
+        self._stop.set()
+
+    async def _watch(self) -> None:
+        """Health checks, for the host's whole life."""
+        assert self._client is not None
+        delay, first = self.backoff[0], True
+        while True:
+            try:
+                await asyncio.wait_for(check_health(self._client, self.spec), self.timeout_s)
+                if not self._up:  # (back) up: ask again what it serves (it may have been restarted with another model)
+                    self.info = await asyncio.wait_for(describe(self._client, self.spec), self.timeout_s)
+                    self._come_up()
+                delay = self.backoff[0]
+            except (Unreachable, asyncio.TimeoutError) as exc:
+                if self._up or first:
+                    self._go_down(str(exc) or "no answer in time", delay)
+            first = False
+            self._poke.clear()
+            try:
+                await asyncio.wait_for(self._poke.wait(), self.health_s if self._up else delay)
+            except asyncio.TimeoutError:
+                pass
+            if not self._up:
+                delay = min(delay * 2, self.backoff[1])
+
+    def _come_up(self) -> None:
+        assert self.info is not None
+        self._up = True
+        self.slots.reset(self.info.slots)
+        log.info("Remote worker %s at %s is up (%s, %d slots)", self.worker_id, self.spec.url, self.info.name, self.info.slots)
+        self._report(WorkerState.IDLE)
+
+    def _go_down(self, reason: str, retry_s: float) -> None:
+        was_up, self._up = self._up, False
+        message = f"unreachable: {self.spec.url} does not answer ({reason}); checking again every {min(retry_s * 2, self.backoff[1]):.0f} s"
+        if was_up:
+            log.warning("Remote worker %s went away: %s", self.worker_id, reason)
+        self._fail_all(UNREACHABLE, f"The remote worker at {self.spec.url} stopped answering ({reason}).", retryable=True)
+        self.slots.reset(len(self.slots.slots))
+        self._report(WorkerState.ERROR, message, UNREACHABLE)
+
+    def _lost(self) -> None:
+        """A request met a dead connection: check health now rather than at the next beat."""
+        self._poke.set()
+
+    # ------------------------------------------------------------------ commands
+
+    def _handle(self, cmd: Command) -> None:
+        if isinstance(cmd, Shutdown):
+            self._shutdown()
+        elif isinstance(cmd, Reset):
+            self._fail_all("worker_reset", "The worker was reset.")
+            self.slots.reset(len(self.slots.slots))
+        elif isinstance(cmd, Stop):
+            run = self._running.get(cmd.request_id)
+            if run is None:
+                self._emit(ErrorEvent(cmd.request_id, "unknown_request", f"Request {cmd.request_id!r} is not running."))
+            elif run.task is not None and not run.stopped:
+                run.stopped = True
+                run.task.cancel()
+        elif self._closing:
+            self._emit(ErrorEvent(cmd.request_id, "shutdown", "The assistant is shutting down."))
+        elif not self._up:
+            self._emit(ErrorEvent(cmd.request_id, UNREACHABLE,
+                                  f"The remote worker at {self.spec.url} is not reachable now.", retryable=True))
+        elif isinstance(cmd, Chat):
+            self._chat(cmd)
+        else:
+            self._session_command(cmd)
+
+    def _chat(self, cmd: Chat) -> None:
+        found = self.slots.for_chat(cmd.messages)
+        if found is None:
+            self._emit(ErrorEvent(cmd.request_id, "busy", "Every slot of the remote worker is in use.", retryable=True))
+            return
+        self._launch(cmd.request_id, found[0], cmd.messages, cmd.params, found[1])
+
+    def _session_command(self, cmd: Command) -> None:
+        rid = cmd.request_id  # type: ignore[union-attr]
+        if isinstance(cmd, CreateSession):
+            if self.slots.session(cmd.session_id) is not None:
+                self._emit(ErrorEvent(rid, "invalid_request", f"Session {cmd.session_id!r} already exists."))
+                return
+            index = self.slots.for_session(cmd.session_id)
+            if index is None:
+                self._emit(ErrorEvent(rid, "busy", "Every slot of the remote worker is in use.", retryable=True))
+                return
+            if cmd.system:
+                self.slots.slots[index].messages.append(Message("system", cmd.system))
+            self._emit(Done(rid, stats=TokenStats(slot=index, finish_reason="prefilled"), slots=self.slots.snapshot()))
+            return
+        slot = self.slots.session(cmd.session_id)  # type: ignore[union-attr]
+        if slot is None:
+            self._emit(ErrorEvent(rid, "unknown_session", f"Session {cmd.session_id!r} is not open on this worker."))  # type: ignore[union-attr]
+        elif slot.busy:
+            self._emit(ErrorEvent(rid, "busy", "The session is generating; wait for its reply to end.", retryable=True))
+        elif isinstance(cmd, AppendInput):  # kept here; the server reads it with the next Generate
+            slot.messages.extend(cmd.messages)
+            self._emit(Done(rid, stats=TokenStats(slot=slot.index, finish_reason="prefilled"), slots=self.slots.snapshot()))
+        elif isinstance(cmd, Generate):
+            if all(m.role == "system" for m in slot.messages):
+                self._emit(ErrorEvent(rid, "invalid_request", "The session has no messages to reply to yet."))
+            else:
+                self._launch(rid, slot.index, tuple(slot.messages), cmd.params, True, session=slot.session_id)
+        elif isinstance(cmd, TruncateReply):
+            if not slot.messages or slot.messages[-1].role != "assistant":
+                self._emit(ErrorEvent(rid, "invalid_request", "The session's last message is not a reply."))
+                return
+            slot.messages.pop()
+            if cmd.text:
+                slot.messages.append(Message("assistant", cmd.text))
+            self._emit(Done(rid, stats=TokenStats(slot=slot.index), slots=self.slots.snapshot()))
+        elif isinstance(cmd, EndSession):
+            self.slots.end_session(cmd.session_id)
+            self._emit(Done(rid, slots=self.slots.snapshot()))
+
+    # ------------------------------------------------------------------ one streamed request
+
+    def _launch(self, rid: str, slot: int, messages: tuple[Message, ...], params: SamplingParams, holds: bool,
+                session: str | None = None) -> None:
+        if rid in self._running:
+            self._emit(ErrorEvent(rid, "invalid_request", f"Request id {rid!r} is already running."))
+            return
+        run = self._running[rid] = Running(rid, slot)
+        self.slots.hold(slot)
+        run.task = asyncio.ensure_future(self._stream(run, messages, params, holds, session))
+
+    async def _stream(self, run: Running, messages: tuple[Message, ...], params: SamplingParams, holds: bool,
+                      session: str | None) -> None:
+        assert self._client is not None and self.info is not None
+        info, t0 = self.info, time.perf_counter()
+        body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
+        acc = Accounting()
+        try:
+            async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
+                                           headers=self.spec.headers) as resp:
+                if resp.status_code != 200:
+                    raise Refused(resp.status_code, body_error(await resp.aread()))
+                async with aclosing(resp.aiter_lines()) as lines:  # closed here, never by a late GC
+                    await self._read(run, lines, acc, params.max_tokens > 0, holds, t0)
+        except asyncio.CancelledError:
+            self._finish(run, messages, acc, holds, session, "stopped")
+            return
+        except Refused as exc:
+            return self._fail(run, exc.event(run.request_id, self.spec.url))
+        except (httpx.HTTPError, OSError) as exc:
+            self._lost()
+            return self._fail(run, ErrorEvent(run.request_id, UNREACHABLE,
+                                              f"The remote worker at {self.spec.url} stopped answering ({why(exc)}).", True))
+        except Exception as exc:  # a bug here must still end the request
+            log.exception("Remote worker %s: request %s failed", self.worker_id, run.request_id)
+            return self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
+        self._finish(run, messages, acc, holds, session, acc.finish or "stop")
+
+    async def _read(self, run: Running, lines: AsyncIterator[str], acc: Accounting, show: bool, holds: bool,
+                    t0: float) -> None:
+        """Turn the event stream into events; `show`: send the text (not for a prefill-only turn)."""
+        announced = False
+        async for line in lines:
+            piece = parse_line(line)
+            if piece is None:
+                continue
+            if piece.error:
+                raise Refused(500, piece.error)
+            if piece.done:
+                break
+            acc.take(piece, time.perf_counter() - t0)
+            if not announced and acc.prompt is not None and not run.chunks:  # llama.cpp: with the first token
+                announced = True
+                self._emit(PrefillDone(run.request_id, acc.prompt, acc.cached or 0, acc.kind(holds),
+                                       acc.prefill_ms, run.slot))
+            if piece.delta and show:
+                run.chunks.append(piece.delta)
+                self._emit(ChunkEvent(run.request_id, piece.delta))
+
+    def _finish(self, run: Running, messages: tuple[Message, ...], acc: Accounting, holds: bool,
+                session: str | None, reason: str) -> None:
+        if self._running.pop(run.request_id, None) is None:  # already failed (host down, closing)
+            return
+        text = "".join(run.chunks)
+        held = messages + ((Message("assistant", text),) if text else ())
+        slot = self.slots.slots[run.slot]
+        if session is not None and slot.session_id == session and text:
+            slot.messages.append(Message("assistant", text))
+        self.slots.release(run.slot, held, (acc.prompt or 0) + (acc.generated or 0))
+        stats = TokenStats(input_tokens=acc.prompt or 0, cached_tokens=min(acc.cached or 0, acc.prompt or 0),
+                           generated_tokens=acc.generated or len(run.chunks), kind=acc.kind(holds),
+                           miss_reason="" if acc.cached else "the server reused nothing", prefill_ms=acc.prefill_ms,
+                           ttft_ms=acc.ttft_ms, decode_ms=acc.decode_ms, finish_reason=reason, slot=run.slot)
+        self._emit(Done(run.request_id, text, stats, self.slots.snapshot()))
+
+    def _fail(self, run: Running, event: ErrorEvent) -> None:
+        if self._running.pop(run.request_id, None) is not None:
+            self.slots.release(run.slot, None)
+            self._emit(event)
+
+    def _fail_all(self, code: str, message: str, retryable: bool = False) -> None:
+        """End every request in flight with this error now (before any status that follows) and
+        cancel its stream; the cancelled task then finds it ended and sends nothing more."""
+        for run in list(self._running.values()):
+            self._fail(run, ErrorEvent(run.request_id, code, message, retryable))
+            if run.task is not None:
+                run.task.cancel()

@@ -1,0 +1,108 @@
+"""A llama.cpp server on 127.0.0.1 from the xllamacpp wheel, run in a child process: what the
+remote-worker tests and bench/remote.py talk to, and a quick way for a user to serve a GGUF.
+
+    python -m desktop.workers.remote.llama_server [--model FILE.gguf] [--port N] [--ctx N] [--slots N] [--api-key K]
+
+prints one JSON line {"url": ...} once it listens, and serves until killed or its stdin closes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class LlamaServer:
+    """The child process. `start()` waits until it listens; `kill()` ends it at once (SIGKILL, as
+    a crash would); `start()` again serves on the same port."""
+
+    def __init__(self, model: str | None = None, *, port: int = 0, ctx: int = 1024, slots: int = 2,
+                 threads: int = 1, api_key: str = "") -> None:
+        self.model, self.port, self.ctx, self.slots, self.threads = model, port, ctx, slots, threads
+        self.api_key = api_key
+        self.url = ""
+        self._proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60.0) -> str:
+        args = [sys.executable, "-m", "desktop.workers.remote.llama_server", "--port", str(self.port),
+                "--ctx", str(self.ctx), "--slots", str(self.slots), "--threads", str(self.threads)]
+        if self.model:
+            args += ["--model", self.model]
+        if self.api_key:
+            args += ["--api-key", self.api_key]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        proc = self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.DEVNULL, env=env, text=True)
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout)
+        if not line or not line[0].strip():
+            self.kill()
+            raise RuntimeError(f"The llama.cpp server did not start within {timeout:.0f} s.")
+        self.url = json.loads(line[0])["url"]
+        self.port = int(self.url.rsplit(":", 1)[1])
+        return self.url
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(10)
+            self._proc = None
+
+    close = kill
+
+    def __enter__(self) -> LlamaServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+def serve(model: str | None, port: int, ctx: int, slots: int, threads: int, api_key: str = "") -> None:
+    import xllamacpp as xc
+
+    if model is None:
+        from desktop.model.default_model import embedded_default_gguf
+
+        model = str(embedded_default_gguf())
+    p = xc.CommonParams()
+    p.model.path = model
+    p.n_ctx = ctx * slots  # llama.cpp splits n_ctx among its slots
+    p.n_parallel = slots
+    p.cpuparams.n_threads = p.cpuparams_batch.n_threads = threads
+    p.hostnames = ["127.0.0.1"]
+    p.port = port
+    if api_key:
+        p.api_keys = [api_key]
+    p.verbosity = 0
+    p.warmup = False
+    server = xc.Server(p)
+    print(json.dumps({"url": server.listening_address}), flush=True)
+    try:
+        sys.stdin.read()  # until the parent closes it or goes away
+    finally:
+        del server
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="a .gguf file (default: the embedded SmolLM2)")
+    ap.add_argument("--port", type=int, default=0, help="0: any free port")
+    ap.add_argument("--ctx", type=int, default=1024, help="context tokens per slot")
+    ap.add_argument("--slots", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--api-key", default="", help="require this key (Authorization: Bearer)")
+    a = ap.parse_args(argv)
+    serve(a.model, a.port, a.ctx, a.slots, a.threads, a.api_key)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The admin panel with a remote worker (a real llama.cpp server on 127.0.0.1, marked real_model):
+it is listed beside the local worker with its kind and URL, serves a conversation whose second
+turn reads from the server's cache, and shows "unreachable" with the reason once the server dies."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from desktop import composition
+from desktop.composition import Composition
+from desktop.model.messages import Message
+from desktop.model.params import SamplingParams
+from desktop.protocol import Done
+from desktop.settings import Settings
+from desktop.workers import factory
+from desktop.workers.remote.llama_server import LlamaServer
+
+pytestmark = pytest.mark.real_model
+
+
+def cells(view, row: int) -> list[str]:
+    model = view.model()
+    return [model.data(model.index(row, c)) for c in range(model.columnCount())]
+
+
+def test_admin_lists_a_remote_worker_and_shows_it_unreachable(tmp_path, monkeypatch, qapp, aloop, qtbot, screenshot):
+    for name in ("CONFIG", "DATA", "LOG"):
+        monkeypatch.setenv(f"OMNIDESK_{name}_DIR", str(tmp_path / name.lower()))
+    monkeypatch.setattr(composition, "remote_hosts",
+                        lambda specs: factory.remote_hosts(specs, health_s=0.3, backoff=(0.1, 0.4), timeout_s=2.0))
+    server = LlamaServer(ctx=512, slots=2, threads=1)
+    server.start()
+    c = Composition(qapp, Settings(model_source="tiny", slots_per_worker=1, remote_workers=[{"url": server.url}]),
+                    settings_path=tmp_path / "settings.json")
+    try:
+        c.start()
+        assert aloop.run(c.wait_ready(60))
+        qtbot.waitExposed(c.window)
+        c.window.show_page("admin")
+        panel = c.window.admin
+
+        async def conversation() -> list[Done]:
+            async def turn(msgs):
+                events = [e async for e in c.proxy.chat(msgs, SamplingParams(max_tokens=6, temperature=0.0))]
+                assert isinstance(events[-1], Done), events[-1]
+                return events[-1]
+            # a new conversation goes where most slots are free: the server's two, not the local one
+            msgs = [Message("system", "You are brief."), Message("user", "Name a fruit.")]
+            first = await turn(msgs)
+            second = await turn(msgs + [Message("assistant", first.text), Message("user", "Another one?")])
+            return [first, second]
+
+        first, second = aloop.run(conversation(), 60)
+        assert second.stats.cached_tokens > 0 and second.stats.kind == "extend"
+        c.window.refresh()
+        rows = {cells(panel.workers_view, r)[0]: cells(panel.workers_view, r) for r in range(panel.workers.rowCount())}
+        assert set(rows) == {"cpu0", "remote0"}
+        remote = rows["remote0"]
+        assert remote[1] == "idle" and remote[2] == f"remote · {server.url}" and remote[4] == "0 / 2"
+        slots = [cells(panel.slots_view, r) for r in range(panel.slots.rowCount())]
+        assert any(r[0] == "remote0" and r[2] == "idle" and int(r[4]) >= 4 and r[6] == "—" for r in slots), slots
+        c.window.resize(1100, 720)
+        screenshot(c.window, "admin_remote_worker")
+
+        server.kill()
+        end = time.monotonic() + 15
+        while True:
+            c.window.refresh()
+            remote = {cells(panel.workers_view, r)[0]: cells(panel.workers_view, r) for r in range(panel.workers.rowCount())}["remote0"]
+            if remote[1] == "unreachable" or time.monotonic() > end:
+                break
+            aloop.run(asyncio.sleep(0.1))
+        assert remote[1] == "unreachable" and remote[6].startswith("unreachable:") and server.url in remote[6]
+        slots = [cells(panel.slots_view, r) for r in range(panel.slots.rowCount()) if cells(panel.slots_view, r)[0] == "remote0"]
+        assert slots and all(r[2] == "empty" and r[3] == "—" for r in slots), slots  # its cache is gone with it
+        assert c.window.status.workers_label.text() == "2 workers: 1 idle, 1 unreachable"
+        qapp.processEvents()  # let the status bar make room for the longer text
+        screenshot(c.window, "admin_remote_unreachable")
+    finally:
+        aloop.run(c.shutdown(), 30)
+        server.kill()
