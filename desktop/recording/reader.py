@@ -147,7 +147,9 @@ def read_events(folder: Path, problems: list[str] | None = None) -> list[Event]:
         raw = (folder / "timeline.jsonl").read_bytes()
     except OSError:
         return events
-    for n, line in enumerate(raw.splitlines(), start=1):
+    lines = raw.splitlines()
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for n, line in enumerate(lines):
         if not line.strip():
             continue
         try:
@@ -155,7 +157,8 @@ def read_events(folder: Path, problems: list[str] | None = None) -> list[Event]:
             t, kind = float(obj["t"]), str(obj["kind"])
         except (ValueError, KeyError, TypeError):
             if problems is not None:
-                problems.append(f"timeline line {n} could not be read (skipped)")
+                problems.append("the last timeline entry was cut short (skipped)" if n == last
+                                else f"timeline line {n + 1} could not be read (skipped)")
             continue
         events.append(Event(t, kind, {k: v for k, v in obj.items() if k not in ("t", "kind")}))
     return events

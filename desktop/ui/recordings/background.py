@@ -32,7 +32,10 @@ class Background(QObject):
                 result, error = fn(*args), None
             except Exception as exc:  # handed to `done`, which says it in the page
                 result, error = None, exc
-            self._finished.emit(done, result, error)
+            try:
+                self._finished.emit(done, result, error)
+            except RuntimeError:  # the page was closed meanwhile: nobody waits for this any more
+                log.debug("Recordings: a result arrived after its page was gone")
 
         threading.Thread(target=work, name="recordings-io", daemon=True).start()
 

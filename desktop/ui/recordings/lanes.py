@@ -193,3 +193,36 @@ class TurnLane(TimeLane):
                 p.setPen(text)
                 p.drawText(block.adjusted(5, 0, -3, 0), Qt.AlignmentFlag.AlignVCenter,
                            fm.elidedText(label, Qt.TextElideMode.ElideRight, room))
+
+
+def tick_step(duration: float, width: float, min_px: float = 70) -> float:
+    """The ruler's step: the smallest of 1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1 h … whose
+    ticks stay at least `min_px` apart."""
+    for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200):
+        if step / max(duration, 1e-3) * width >= min_px:
+            return float(step)
+    return 14400.0
+
+
+class RulerLane(TimeLane):
+    """Time labels along the axis (m:ss)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("", 18, parent)
+        self.setToolTip("")
+
+    def paint_content(self, p: QPainter, rect: QRectF) -> None:
+        from desktop.ui.recordings.format import clock_text
+
+        pal = self.palette()
+        p.fillRect(rect, pal.color(QPalette.ColorRole.Window))
+        p.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
+        step = tick_step(self.duration, self.span())
+        t = 0.0
+        while t <= self.duration + 1e-6:
+            x = self.x_of(t)
+            p.drawLine(QPointF(x, rect.top()), QPointF(x, rect.top() + 4))
+            label = clock_text(t)
+            if x + 3 + p.fontMetrics().horizontalAdvance(label) <= rect.right() + 8:  # never cut off
+                p.drawText(QRectF(x + 3, rect.top(), 60, rect.height()), Qt.AlignmentFlag.AlignVCenter, label)
+            t += step

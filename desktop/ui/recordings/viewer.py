@@ -18,7 +18,7 @@ from desktop.ui.plain import plain
 from desktop.ui.shortcuts import sequence
 from desktop.ui.recordings.filmstrip import FilmStrip
 from desktop.ui.recordings.format import clock_text, date_text, kind_text
-from desktop.ui.recordings.lanes import TimeLane, TurnLane, WaveformLane
+from desktop.ui.recordings.lanes import RulerLane, TimeLane, TurnLane, WaveformLane
 from desktop.ui.recordings.transcript import TranscriptView
 from desktop.ui.recordings.transport import Transport
 
@@ -111,7 +111,8 @@ class Viewer(QWidget):
         self.user_lane = WaveformLane("You", USER_COLOR)
         self.ai_lane = WaveformLane("Assistant", AI_COLOR)
         self.film = FilmStrip()
-        self.lanes: list[TimeLane] = [self.turn_lane, self.user_lane, self.ai_lane, self.film]
+        self.ruler = RulerLane()
+        self.lanes: list[TimeLane] = [self.ruler, self.turn_lane, self.user_lane, self.ai_lane, self.film]
         for lane in self.lanes:
             lane.seek.connect(self.seek)
         self.transport = Transport()
@@ -169,7 +170,7 @@ class Viewer(QWidget):
         self.transcript.set_turns(rec.turns)
         for lane in self.lanes:
             lane.set_duration(duration)
-            lane.marks = rec.barge_ins
+            lane.marks = rec.barge_ins if lane is not self.ruler else []
         self.turn_lane.set_turns(rec.turns)
         self.turn_lane.setFixedHeight(34 if audio else 56)
         for lane, track in ((self.user_lane, rec.user), (self.ai_lane, rec.ai)):
