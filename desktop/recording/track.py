@@ -3,6 +3,7 @@ their start times, silence between them: read any span, or a min/max summary for
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ class Track:
     def __init__(self, name: str, rate: int, chunks: list[Chunk]) -> None:
         self.name, self.rate = name, int(rate)
         self.chunks = sorted(chunks, key=lambda c: c.start)
+        self._starts = [int(round(c.start * self.rate)) for c in self.chunks]
+        self._longest = max((int(np.ceil(c.duration * self.rate)) + 1 for c in self.chunks), default=0)
         self._cache: OrderedDict[Path, np.ndarray] = OrderedDict()
         self._peaks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -43,8 +46,8 @@ class Track:
     def read_samples(self, i0: int, i1: int) -> np.ndarray:
         """Samples [i0, i1) of the track (silence outside its chunks; zeros past its end)."""
         out = np.zeros(max(0, i1 - i0), dtype=np.float32)
-        for chunk in self.chunks:
-            c0 = int(round(chunk.start * self.rate))
+        first = bisect.bisect_left(self._starts, i0 - self._longest)  # no earlier chunk reaches i0
+        for chunk, c0 in zip(self.chunks[first:], self._starts[first:]):
             if c0 >= i1:
                 break
             if c0 + int(np.ceil(chunk.duration * self.rate)) + 1 <= i0:
