@@ -119,8 +119,15 @@ def sample_chat(root: Path, **kw) -> SampleRecording:
     texts = [("Plan a weekend in Lisbon", "Day one: Alfama and the castle. Day two: Belém."),
              ("Where should I eat?", "Try a tasca near Graça."),
              ("And on a budget?", "Bifanas and the Time Out market.")]
+    import cv2
+
+    (rec.folder / "user_images").mkdir()
+    ok, png = cv2.imencode(".png", np.full((48, 64, 3), (30, 160, 220), np.uint8))
+    (rec.folder / "user_images" / "map.png").write_bytes(png.tobytes())
     for i, (user, reply) in enumerate(texts, start=1):
         rec.event(i * 12.0, "user_text", text=user, turn=i)
+        if i == 1:
+            rec.event(i * 12.0, "image", file="user_images/map.png", turn=i)
         rec.event(i * 12.0 + 1.0, "assistant_delta", text=reply[:10], turn=i)
         rec.event(i * 12.0 + 2.0, "assistant_text", text=reply, turn=i)
         rec.event(i * 12.0 + 2.1, "turn_metrics", turn=i, ttft_ms=50.0 + i, cached_tokens=10 * i, new_tokens=5)

@@ -48,6 +48,7 @@ def test_chat_turns_without_audio(tmp_path):
     assert rec.kind == "chat" and rec.user.empty and rec.ai.empty and rec.frames == []
     assert [t.user_text for t in rec.turns] == ["Plan a weekend in Lisbon", "Where should I eat?", "And on a budget?"]
     assert rec.turns[2].latency_ms == 53.0 and rec.duration == 40.0
+    assert [p.name for p in rec.turns[0].images] == ["map.png"] and rec.turns[1].images == []
 
 
 def test_crashed_recording_opens_with_what_was_written(tmp_path):

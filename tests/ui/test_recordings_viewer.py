@@ -121,6 +121,7 @@ def test_chat_recording_is_a_text_timeline(qtbot, tmp_path, clock, screenshot):
     for lane in (viewer.user_lane, viewer.ai_lane, viewer.film, viewer.frame):
         assert not lane.isVisible()
     assert viewer.player.mix is None and viewer.player.duration == 40.0
+    assert viewer.transcript.toHtml().count("<img") == 1  # the image attached to turn 1
     x = viewer.turn_lane.x_of(25.0)
     QTest.mouseClick(viewer.turn_lane, Qt.MouseButton.LeftButton, pos=viewer.turn_lane.rect().center().__class__(int(x), 10))
     assert viewer.position == pytest.approx(25.0, abs=0.2) and viewer.transcript.current == 1

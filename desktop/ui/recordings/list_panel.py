@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QModelIndex, QStandardPaths, Qt, Signal
+from PySide6.QtCore import QStandardPaths, Qt, Signal
 from PySide6.QtGui import QPalette, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton,
@@ -78,7 +78,6 @@ class ListPanel(QWidget):
         self.proxy = RecordingsFilter(self)
         self.proxy.setSourceModel(self.model)
         self.dialog: QWidget | None = None  # the confirmation or file dialog open now (tests answer it)
-        self._scanned = False
 
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search titles and first words")
@@ -142,9 +141,14 @@ class ListPanel(QWidget):
         col.addLayout(top)
         col.addWidget(table, 1)
         col.addWidget(self.no_match)
+        looking = QLabel("Looking for recordings…")
+        looking.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        looking.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.stack = QStackedWidget()
         self.stack.addWidget(listing)
         self.stack.addWidget(self.empty)
+        self.stack.addWidget(looking)  # until the first scan has answered
+        self.stack.setCurrentIndex(2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.stack)
@@ -166,7 +170,6 @@ class ListPanel(QWidget):
             return
         selected = self.selected()
         self.model.set_rows(rows or [])
-        self._scanned = True
         self.stack.setCurrentIndex(0 if self.model.rows else 1)
         if selected is not None:
             self.select(selected.folder)
@@ -260,6 +263,3 @@ class ListPanel(QWidget):
             self.status.emit(getattr(error, "message", str(error)) if error else f"Exported to {path}")
 
         self.background.run(export_zip, done, s.folder, dest)
-
-    def current_index(self) -> QModelIndex:
-        return self.table.currentIndex()

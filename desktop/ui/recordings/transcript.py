@@ -75,6 +75,9 @@ class TranscriptView(QTextBrowser):
             body = [head]
             if turn.user_text:
                 body.append(f"<b>You</b> {html.escape(turn.user_text)}")
+            if turn.images:  # what the user attached, small
+                body.append(" ".join(f"<img src='{html.escape(QUrl.fromLocalFile(str(p)).toString())}' height='64'>"
+                                     for p in turn.images))
             if turn.assistant_text:
                 if turn.heard is not None:
                     kept, cut = split_heard(turn.assistant_text, turn.heard)

@@ -40,6 +40,11 @@ class FrameView(QLabel):
         self._pixmap = QPixmap()
         self.path: object = None
 
+    def reset(self) -> None:
+        self.path = None
+        self._pixmap = QPixmap()
+        self.setPixmap(QPixmap())
+
     def show_frame(self, path: object) -> None:
         if path == self.path:
             return
@@ -179,7 +184,7 @@ class Viewer(QWidget):
         self.film.set_frames(rec.frames)
         self.film.setVisible(bool(rec.frames))
         self.frame.setVisible(bool(rec.frames))
-        self.frame.path = False
+        self.frame.reset()
         self.transport.set_duration(duration)
         self.transport.set_speed(1.0)
         self._state_changed(False)
@@ -197,6 +202,8 @@ class Viewer(QWidget):
             return
         if not self.player.playing and self.player.mix is not None:
             self.player.sink = self._speaker()  # the speaker may have changed since it opened
+            if self.player.sink is None:
+                self.status.emit("No sound output: the recording plays without sound.")
         self.player.toggle()
         self._show_position(self.player.tick())
 
