@@ -49,6 +49,7 @@ def test_video_call_opens_with_everything(qtbot, tmp_path, clock, screenshot):
     html = viewer.transcript.toHtml()
     assert "interrupted" in html and "412 ms to first sound" in html and "What time is it".lower() in html.lower()
     assert len(viewer.film.slots()) >= 6
+    assert not viewer.replay_button.isVisible()  # no replay.mp4 built
     viewer.seek(2.6)
     screenshot(page, "recording_viewer_call")
     assert viewer.frame.path.name == "000003.jpg"
@@ -126,6 +127,19 @@ def test_chat_recording_is_a_text_timeline(qtbot, tmp_path, clock, screenshot):
     QTest.mouseClick(viewer.turn_lane, Qt.MouseButton.LeftButton, pos=viewer.turn_lane.rect().center().__class__(int(x), 10))
     assert viewer.position == pytest.approx(25.0, abs=0.2) and viewer.transcript.current == 1
     screenshot(page, "recording_viewer_chat")
+
+
+def test_replay_video_opens_in_the_desktop_player(qtbot, tmp_path, clock, monkeypatch):
+    rec = sample_call(tmp_path)
+    (rec.folder / "replay.mp4").write_bytes(b"\0" * 64)
+    rec.meta["replay"] = {"audio": None, "video": "replay.mp4"}
+    rec._write_meta()
+    opened = []
+    monkeypatch.setattr("desktop.ui.recordings.viewer.QDesktopServices.openUrl", lambda url: opened.append(url) or True)
+    page, viewer = open_in_page(qtbot, rec.folder, clock)
+    assert viewer.replay_button.isVisible()
+    viewer.replay_button.click()
+    assert [u.toLocalFile() for u in opened] == [str(rec.folder / "replay.mp4")]
 
 
 def test_crashed_recording_opens(qtbot, tmp_path, clock, screenshot):

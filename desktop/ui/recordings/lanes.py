@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen, QPixmap, QResizeEvent
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from desktop.recording.reader import Turn
 from desktop.ui.chat.style import blend
+from desktop.ui.recordings.format import clock_text
 
 LABEL_W = 84  # the lane's name on the left; time starts after it
 BARGE_IN = QColor("#d9534f")
@@ -30,7 +31,7 @@ class TimeLane(QWidget):
         self.setFixedHeight(height)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setToolTip(f"{name}: click to play from there")
+        self.setMouseTracking(True)
 
     def sizeHint(self) -> QSize:
         return QSize(600, self.height())
@@ -60,8 +61,11 @@ class TimeLane(QWidget):
             self.seek.emit(self.t_of(event.position().x()))
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        x = event.position().x()
         if event.buttons() & Qt.MouseButton.LeftButton:
-            self.seek.emit(self.t_of(event.position().x()))
+            self.seek.emit(self.t_of(x))
+        elif x >= LABEL_W:  # the time under the pointer
+            QToolTip.showText(event.globalPosition().toPoint(), f"{self.name} · {clock_text(self.t_of(x))}".lstrip(" ·"), self)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
@@ -209,11 +213,8 @@ class RulerLane(TimeLane):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("", 18, parent)
-        self.setToolTip("")
 
     def paint_content(self, p: QPainter, rect: QRectF) -> None:
-        from desktop.ui.recordings.format import clock_text
-
         pal = self.palette()
         p.fillRect(rect, pal.color(QPalette.ColorRole.Window))
         p.setPen(pal.color(QPalette.ColorRole.PlaceholderText))

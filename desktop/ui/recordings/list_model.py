@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QFont
 
 from desktop.recording.library import Summary
 from desktop.safefile import human_size
@@ -60,6 +61,10 @@ class RecordingsModel(QAbstractTableModel):
                 return "The app stopped before this recording ended; everything written until then is kept."
             if col in (TITLE, FIRST_WORDS):
                 return s.first_words or None
+        if role == Qt.ItemDataRole.FontRole and col == TITLE and not s.title:
+            font = QFont()
+            font.setItalic(True)  # a stand-in title, not one the recording has
+            return font
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (DURATION, SIZE):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

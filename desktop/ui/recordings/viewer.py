@@ -3,17 +3,18 @@ and the current frame, all following one play position; Space, ←/→ (5 s), Ho
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette, QPixmap, QResizeEvent, QShortcut
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QColor, QDesktopServices, QPalette, QPixmap, QResizeEvent, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from desktop.media.audio_out import AudioSink
 from desktop.media.clock import Clock
 from desktop.recording.mix import Mix
 from desktop.recording.player import Player
-from desktop.recording.reader import Recording
+from desktop.recording.reader import Recording, inside
 from desktop.ui.plain import plain
 from desktop.ui.shortcuts import sequence
 from desktop.ui.recordings.filmstrip import FilmStrip
@@ -102,6 +103,12 @@ class Viewer(QWidget):
         head.addWidget(self.title)
         head.addSpacing(8)
         head.addWidget(self.info, 1)
+        self.replay_button = QPushButton("Open video file")
+        self.replay_button.setToolTip("The call's camera and both voices as one video (replay.mp4), in your video player")
+        self.replay_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.replay_button.clicked.connect(self.open_replay)
+        self.replay_button.hide()
+        head.addWidget(self.replay_button)
 
         self.transcript = TranscriptView()
         self.transcript.seek.connect(self.seek)
@@ -181,6 +188,7 @@ class Viewer(QWidget):
         for lane, track in ((self.user_lane, rec.user), (self.ai_lane, rec.ai)):
             lane.set_peaks(*track.peaks(PEAKS_PER_S), PEAKS_PER_S)
             lane.setVisible(audio)
+        self.replay_button.setVisible(self.replay_file() is not None)
         self.film.set_frames(rec.frames)
         self.film.setVisible(bool(rec.frames))
         self.frame.setVisible(bool(rec.frames))
@@ -190,6 +198,21 @@ class Viewer(QWidget):
         self._state_changed(False)
         self._show_position(0.0)
         self.setFocus()
+
+    def replay_file(self) -> Path | None:
+        """The recorder's replay video of this recording, once it has been built."""
+        rec = self.recording
+        replay = rec.meta.get("replay") if rec is not None else None
+        path = inside(rec.folder, replay.get("video")) if rec is not None and isinstance(replay, dict) else None
+        return path if path is not None and path.is_file() else None
+
+    def open_replay(self) -> None:
+        path = self.replay_file()
+        if path is None:
+            return
+        self.player.pause()
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            self.status.emit(f"No video player could open {path}")
 
     def close_recording(self) -> None:
         self.player.close()
