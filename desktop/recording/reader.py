@@ -17,6 +17,7 @@ from desktop.recording.track import Chunk, Track
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 MAX_META_BYTES = 1 << 20
+MAX_T = 7 * 24 * 3600.0  # a time past a week into a recording is a corrupt value, not a long call
 _FOLDER = re.compile(r"^(\d{8}-\d{6})-(call|chat)-([0-9a-f]{8})$")
 
 
@@ -93,6 +94,14 @@ class Recording:
         return self.meta.get("ended_at") is not None or any(e.kind == "end" for e in self.events)
 
     @property
+    def last_write(self) -> float:
+        """When the timeline was last written (epoch seconds; 0 when it cannot be told)."""
+        try:
+            return (self.folder / "timeline.jsonl").stat().st_mtime
+        except OSError:
+            return 0.0
+
+    @property
     def duration(self) -> float:
         ends = [self.user.duration, self.ai.duration, max((e.t for e in self.events), default=0.0)]
         ended = self.meta.get("ended_at")
@@ -155,6 +164,8 @@ def read_events(folder: Path, problems: list[str] | None = None) -> list[Event]:
         try:
             obj = json.loads(line)
             t, kind = float(obj["t"]), str(obj["kind"])
+            if not 0.0 <= t <= MAX_T:  # also NaN
+                raise ValueError(t)
         except (ValueError, KeyError, TypeError):
             if problems is not None:
                 problems.append("the last timeline entry was cut short (skipped)" if n == last
@@ -194,19 +205,25 @@ def open_recording(folder: Path | str) -> Recording:
     frames: list[Frame] = []
     for e in events:
         if e.kind == "audio" and e.data.get("track") in chunks:
-            path = inside(folder, e.data.get("file"))
+            name = e.data.get("file")
+            path = inside(folder, name)
+            if path is None or not path.is_file():
+                problems.append(f"audio chunk {name!r} is missing (skipped)")
+                continue
             try:
-                chunk = Chunk(path, float(e.data["start"]), float(e.data["duration"]), int(e.data["rate"]))  # type: ignore[arg-type]
+                chunk = Chunk(path, float(e.data["start"]), float(e.data["duration"]), int(e.data["rate"]))
             except (KeyError, TypeError, ValueError):
                 chunk = None
-            if path is None or chunk is None or not path.is_file():
-                problems.append(f"audio chunk {e.data.get('file')!r} is missing (skipped)")
+            if chunk is None or not (0 <= chunk.start <= MAX_T and 0 < chunk.duration <= 3600
+                                     and 1000 <= chunk.rate <= 384_000):
+                problems.append(f"audio chunk {name!r} has no valid start, duration or rate (skipped)")
                 continue
             chunks[e.data["track"]].append(chunk)
         elif e.kind == "frame":
             path = inside(folder, e.data.get("file"))
             if path is not None and path.is_file():
-                frames.append(Frame(_num(e.data.get("start"), e.t), path))
+                start = _num(e.data.get("start"), e.t)
+                frames.append(Frame(start if 0 <= start <= MAX_T else e.t, path))
     frames.sort(key=lambda f: f.t)
     user = Track("user", _rate(meta.get("user_rate"), chunks["user"], 16000), chunks["user"])
     ai = Track("ai", _rate(meta.get("ai_rate"), chunks["ai"], 22050), chunks["ai"])

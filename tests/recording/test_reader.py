@@ -91,3 +91,22 @@ def test_not_a_recording(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps({"version": 9, "type": "call"}))
     with pytest.raises(RecordingError, match="newer"):
         open_recording(tmp_path)
+
+
+def test_corrupt_times_are_skipped_not_trusted(tmp_path):
+    sample = SampleRecording(tmp_path)
+    sample.audio("user", 0.0, tone(1.0, USER_RATE, 300), USER_RATE)
+    sample.event(float("nan"), "note", text="nan")
+    sample.event(1e12, "user_text", text="far", turn=1)
+    sample.event(-5, "user_text", text="before", turn=1)
+    sample.event(2.0, "audio", track="user", file="user_audio/000001.wav", start=1e12, duration=1.0, rate=16000)
+    sample.event(2.0, "audio", track="user", file="user_audio/000001.wav", start=1.0, duration=1.0, rate=0)
+    rec = open_recording(sample.folder)
+    assert rec.duration == 2.0 and rec.turns == [] and len(rec.user.chunks) == 1
+    assert len(rec.problems) == 5 and sum("no valid start" in p for p in rec.problems) == 2
+    assert rec.user.peaks()[1].size == 100
+
+
+def test_meta_only_recording(tmp_path):
+    rec = open_recording(SampleRecording(tmp_path).folder)  # the app stopped right after starting
+    assert rec.duration == 0.0 and rec.turns == [] and rec.user.samples().size == 0 and not rec.complete

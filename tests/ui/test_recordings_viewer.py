@@ -4,6 +4,9 @@ through the fake speaker with the transcript highlight and the frame following."
 
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
@@ -147,7 +150,12 @@ def test_crashed_recording_opens(qtbot, tmp_path, clock, screenshot):
     (rec.folder / "ai_audio" / "000003.wav.part").write_bytes(b"RIFF")
     rec.crash()
     page, viewer = open_in_page(qtbot, rec.folder, clock)
-    assert viewer.notice.isVisible() and "did not end normally" in viewer.notice.text()
+    assert viewer.notice.isVisible() and "still going on" in viewer.notice.text()  # written just now
+    old = time.time() - 600
+    os.utime(rec.folder / "timeline.jsonl", (old, old))
+    page.open(rec.folder)
+    qtbot.waitUntil(lambda: page.opening is None)
+    assert "did not end normally" in viewer.notice.text() and "cut short" in viewer.notice.text()
     assert len(viewer.transcript.turns) == 2 and viewer.player.duration == pytest.approx(5.5)
     screenshot(page, "recording_viewer_crashed")
 

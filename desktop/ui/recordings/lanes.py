@@ -202,10 +202,10 @@ class TurnLane(TimeLane):
 def tick_step(duration: float, width: float, min_px: float = 70) -> float:
     """The ruler's step: the smallest of 1, 2, 5, 10, 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1 h … whose
     ticks stay at least `min_px` apart."""
-    for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200):
+    for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400):
         if step / max(duration, 1e-3) * width >= min_px:
             return float(step)
-    return 14400.0
+    return max(86400.0, duration / 10)  # never more than a few ticks
 
 
 class RulerLane(TimeLane):

@@ -3,6 +3,7 @@ and the current frame, all following one play position; Space, ←/→ (5 s), Ho
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +25,7 @@ from desktop.ui.recordings.transcript import TranscriptView
 from desktop.ui.recordings.transport import Transport
 
 TICK_MS = 30
+LIVE_S = 30.0  # an unfinished recording written to this recently is taken as still going on
 SEEK_STEP_S = 5.0
 PEAKS_PER_S = 100
 USER_COLOR, AI_COLOR = QColor("#2f7d4f"), QColor("#3a6fd8")
@@ -170,7 +172,9 @@ class Viewer(QWidget):
             info.append(str(rec.meta["model"]))
         self.info.setText("  ·  ".join(info))
         warnings = []
-        if not rec.complete:
+        if not rec.complete and time.time() - rec.last_write < LIVE_S:
+            warnings.append("This recording is still going on; what was recorded so far is shown.")
+        elif not rec.complete:
             warnings.append("This recording did not end normally (the app stopped during it); "
                             "everything written until then is shown.")
         if rec.problems:
