@@ -42,6 +42,8 @@ SHORTCUTS = (
     Shortcut("seek_forward", "Right", "Forward 5 seconds", owner="viewer", group="Recordings"),
     Shortcut("seek_start", "Home", "Go to the start", owner="viewer", group="Recordings"),
     Shortcut("seek_end", "End", "Go to the end", owner="viewer", group="Recordings"),
+    Shortcut("zoom_in", "+", "Zoom the timeline in", owner="viewer", group="Recordings"),
+    Shortcut("zoom_out", "-", "Zoom the timeline out", owner="viewer", group="Recordings"),
     Shortcut("back_to_list", "Esc", "Back to the recordings list", owner="viewer", group="Recordings"),
     Shortcut("delete_recording", "Del", "Delete the selected recording…", owner="recordings", group="Recordings"),
     Shortcut("refresh_recordings", "F5", "Refresh the recordings list", owner="recordings", group="Recordings"),

@@ -169,3 +169,32 @@ def test_a_folder_that_is_not_a_recording_says_so(qtbot, tmp_path, clock):
     page.open(tmp_path / "empty")
     qtbot.waitUntil(lambda: page.opening is None)
     assert page.currentWidget() is page.list and "is not a recording" in messages[-1]
+
+
+def test_zoom_and_follow(qtbot, tmp_path, clock, screenshot):
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    rec = sample_call(tmp_path)
+    page, viewer = open_in_page(qtbot, rec.folder, clock)
+    assert viewer.view == (0.0, 6.0)
+    lane = viewer.ai_lane
+    x = lane.x_of(2.5)
+    wheel = QWheelEvent(QPointF(x, 10), QPointF(lane.mapToGlobal(QPoint(int(x), 10))), QPoint(), QPoint(0, 240),
+                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.ControlModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(lane, wheel)  # Ctrl+wheel: two steps in, around 2.5 s
+    v0, v1 = viewer.view
+    assert v1 - v0 == pytest.approx(6 / 2.25) and lane.t_of(x) == pytest.approx(2.5)
+    assert all(l.view == (v0, v1) for l in viewer.lanes)
+    _, played = lane.pictures()  # zoomed in: the reply starts at 2.0 s, well inside the view
+    image = played.toImage()
+    col = int(lane.x_of(2.3) - lane.x_of(v0))
+    assert sum(image.pixelColor(col, y).alpha() > 0 for y in range(image.height())) > 20
+    screenshot(page, "recording_viewer_zoomed")
+    viewer.seek(5.9)  # outside the view: the view pages to it
+    assert viewer.view[0] <= 5.9 <= viewer.view[1]
+    viewer.zoom_at(1 / 10)
+    assert viewer.view == (0.0, 6.0)
+    viewer.zoom_at(100)
+    assert viewer.view[1] - viewer.view[0] == pytest.approx(2.0)  # at most 2 s across

@@ -55,11 +55,12 @@ class FilmStrip(TimeLane):
         first = self.thumb(self.frames[0].path)
         width = first.width() if not first.isNull() and first.width() > 0 else THUMB_H * 4 // 3
         n = max(1, int(self.span() // (width + 2)))
+        v0, v1 = self.view
         out = []
         for i in range(n):
-            t = (i + 0.5) * self.duration / n
+            t = v0 + (i + 0.5) * (v1 - v0) / n
             k = max(0, bisect.bisect_right(self._times, t) - 1)
-            x = self.x_of(i * self.duration / n)
+            x = self.x_of(v0 + i * (v1 - v0) / n)
             out.append((QRectF(x + 1, 4, width, THUMB_H), self.frames[k]))
         return out
 
@@ -68,12 +69,9 @@ class FilmStrip(TimeLane):
             p.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
             p.drawText(rect, Qt.AlignmentFlag.AlignCenter, "no camera frames")
             return
-        p.save()
-        p.setClipRect(rect)
         for box, frame in self.slots():
             image = self.thumb(frame.path)
             if image.isNull():
                 p.fillRect(box, self.palette().color(QPalette.ColorRole.Mid))
             else:
                 p.drawImage(box.topLeft(), image)
-        p.restore()

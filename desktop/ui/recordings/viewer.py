@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QPalette, QPixmap, QResizeEvent, QShortcut
+from PySide6.QtGui import QColor, QDesktopServices, QKeySequence, QPalette, QPixmap, QResizeEvent, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from desktop.media.audio_out import AudioSink
@@ -20,11 +20,12 @@ from desktop.ui.plain import plain
 from desktop.ui.shortcuts import sequence
 from desktop.ui.recordings.filmstrip import FilmStrip
 from desktop.ui.recordings.format import clock_text, date_text, kind_text
-from desktop.ui.recordings.lanes import RulerLane, TimeLane, TurnLane, WaveformLane
+from desktop.ui.recordings.lanes import ZOOM_STEP, RulerLane, TimeLane, TurnLane, WaveformLane
 from desktop.ui.recordings.transcript import TranscriptView
 from desktop.ui.recordings.transport import Transport
 
 TICK_MS = 30
+MIN_VIEW_S = 2.0  # the most the timeline zooms in: 2 s across
 LIVE_S = 30.0  # an unfinished recording written to this recently is taken as still going on
 SEEK_STEP_S = 5.0
 PEAKS_PER_S = 100
@@ -129,6 +130,8 @@ class Viewer(QWidget):
         self.lanes: list[TimeLane] = [self.ruler, self.turn_lane, self.user_lane, self.ai_lane, self.film]
         for lane in self.lanes:
             lane.seek.connect(self.seek)
+            lane.zoom.connect(self.zoom_at)
+            lane.scroll.connect(self.scroll_by)
         self.transport = Transport()
         self.transport.toggled.connect(self.toggle)
         self.transport.seek.connect(self.seek)
@@ -146,9 +149,12 @@ class Viewer(QWidget):
 
         keys = {"play": self.toggle, "seek_back": lambda: self.step(-SEEK_STEP_S),
                 "seek_forward": lambda: self.step(SEEK_STEP_S), "seek_start": lambda: self.seek(0.0),
-                "seek_end": lambda: self.seek(self.player.duration), "back_to_list": self.close_recording}
+                "seek_end": lambda: self.seek(self.player.duration), "back_to_list": self.close_recording,
+                "zoom_in": lambda: self.zoom_at(ZOOM_STEP), "zoom_out": lambda: self.zoom_at(1 / ZOOM_STEP)}
         self.shortcuts = {action: QShortcut(sequence(action), self, fn, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
                           for action, fn in keys.items()}
+        self.shortcuts["zoom_in_alias"] = QShortcut(QKeySequence("="), self, keys["zoom_in"],  # + without Shift
+                                                    context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
     # ------------------------------------------------------------------ loading
@@ -245,6 +251,38 @@ class Viewer(QWidget):
         self.player.set_speed(speed)
         self.transport.set_speed(speed)
 
+    # ------------------------------------------------------------------ zoom
+
+    @property
+    def view(self) -> tuple[float, float]:
+        return self.ruler.view
+
+    def zoom_at(self, factor: float, t: float | None = None) -> None:
+        """Zoom the timeline by `factor` (>1: in) keeping `t` (default: the play head) in place."""
+        duration = self.player.duration
+        if duration <= 0:
+            return
+        v0, v1 = self.view
+        t = self.player.position if t is None else t
+        span = min(max((v1 - v0) / factor, min(MIN_VIEW_S, duration)), duration)
+        frac = (t - v0) / (v1 - v0) if v0 <= t <= v1 else 0.5
+        self._set_view(t - frac * span, span)
+
+    def scroll_by(self, seconds: float) -> None:
+        v0, v1 = self.view
+        self._set_view(v0 + seconds, v1 - v0)
+
+    def _set_view(self, v0: float, span: float) -> None:
+        v0 = min(max(v0, 0.0), max(self.player.duration - span, 0.0))
+        for lane in self.lanes:
+            lane.set_view(v0, v0 + span)
+
+    def _follow(self, t: float) -> None:
+        """Keep the play head in a zoomed view: page on when it leaves it."""
+        v0, v1 = self.view
+        if not v0 <= t <= v1:
+            self._set_view(t - 0.1 * (v1 - v0), v1 - v0)
+
     def tick(self) -> None:
         self._show_position(self.player.tick())
 
@@ -267,6 +305,7 @@ class Viewer(QWidget):
         if rec is None:
             return
         self.transport.set_position(t)
+        self._follow(t)
         for lane in self.lanes:
             lane.set_position(t)
         turn = rec.turn_at(t)
