@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
-from desktop.media.audio_out import AudioSink
+from desktop.media.audio_out import AudioSink, AudioUnavailable
 from desktop.media.clock import Clock, RealClock
 from desktop.recording.mix import Mix
 
@@ -34,6 +34,7 @@ class Player:
         self._rid: str | None = None  # the sink request being fed
         self._fed = 0.0  # position up to which audio was queued
         self._ended_feed = False
+        self.error: str | None = None  # why the sound stopped (the speaker could not be opened)
 
     # ------------------------------------------------------------------ state
 
@@ -110,12 +111,16 @@ class Player:
         if not self.audible:
             return
         assert self.mix is not None and self.sink is not None
+        start = getattr(self.sink, "start", None)
+        if callable(start):
+            try:
+                start()  # the speaker opens its stream on first use
+            except AudioUnavailable as exc:  # play on silently, and say why once
+                self.sink, self.error = None, exc.message
+                return
         self._rid = f"recording-{next(_ids)}"
         self._fed, self._ended_feed = self._anchor_pos, False
         self.mix.seek(self._anchor_pos)
-        start = getattr(self.sink, "start", None)
-        if callable(start):
-            start()  # the speaker opens its stream on first use
         self._feed(self._anchor_pos)
 
     def _stop_audio(self) -> None:

@@ -100,3 +100,32 @@ def test_double_speed_plays_faster():
     played = speaker.played()[4000:]
     assert abs(np.argmax(np.abs(np.fft.rfft(played))) * 16000 / len(played) - 400) < 10
     assert player.position == pytest.approx(2.0)
+
+
+def test_a_speaker_that_cannot_open_plays_on_silently():
+    from desktop.media.audio_out import AudioUnavailable
+
+    class Broken:
+        def start(self):
+            raise AudioUnavailable("No sound output device found")
+
+        def write(self, *a):
+            raise AssertionError("never written to")
+
+        flush = end = write
+
+    class Silence:
+        rate, empty = 16000, False
+
+        def seek(self, t):
+            pass
+
+        def read(self, n):
+            return np.zeros(n, np.float32)
+
+    clock = VirtualClock()
+    player = Player(5.0, Silence(), Broken(), clock=clock)
+    player.play()
+    assert player.error == "No sound output device found" and player.sink is None and player.playing
+    clock.advance(1.0)
+    assert player.tick() == 1.0

@@ -238,6 +238,9 @@ class Viewer(QWidget):
             if self.player.sink is None:
                 self.status.emit("No sound output: the recording plays without sound.")
         self.player.toggle()
+        if self.player.error:
+            self.status.emit(f"Playing without sound: {self.player.error}")
+            self.player.error = None
         self._show_position(self.player.tick())
 
     def seek(self, t: float) -> None:
