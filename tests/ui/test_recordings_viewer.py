@@ -151,6 +151,7 @@ def test_crashed_recording_opens(qtbot, tmp_path, clock, screenshot):
     rec.crash()
     page, viewer = open_in_page(qtbot, rec.folder, clock)
     assert viewer.notice.isVisible() and "still going on" in viewer.notice.text()  # written just now
+    assert "cut short" not in viewer.notice.text()  # a line being written is no problem while it goes on
     old = time.time() - 600
     os.utime(rec.folder / "timeline.jsonl", (old, old))
     page.open(rec.folder)

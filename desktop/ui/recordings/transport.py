@@ -3,8 +3,9 @@ speed (0.5×–2×). It only shows state and emits what the user asked for."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QStyle, QToolButton, QWidget
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QPainter, QPalette, QPixmap, QPolygonF
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QToolButton, QWidget
 
 from desktop.recording.player import SPEEDS
 from desktop.ui.recordings.format import clock_text
@@ -22,6 +23,8 @@ class Transport(QWidget):
         self.duration = 0.0
         self.play = QToolButton()
         self.play.setAutoRaise(True)
+        self.play.setIconSize(QSize(20, 20))
+        self.playing = False
         self.play.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Space belongs to the viewer
         self.play.clicked.connect(self.toggled)
         self.slider = QSlider(Qt.Orientation.Horizontal)
@@ -64,9 +67,31 @@ class Transport(QWidget):
         self.time.setText(f"{clock_text(t)} / {clock_text(self.duration)}")
 
     def set_playing(self, playing: bool) -> None:
-        icon = QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
-        self.play.setIcon(self.style().standardIcon(icon))
+        self.playing = playing
+        self.play.setIcon(transport_icon("pause" if playing else "play", self.palette().color(QPalette.ColorRole.WindowText)))
         self.play.setToolTip("Pause (Space)" if playing else "Play (Space)")
 
     def set_speed(self, speed: float) -> None:
         self.speed.setCurrentIndex(SPEEDS.index(speed))
+
+    def changeEvent(self, event: QEvent) -> None:  # the icon follows a light/dark switch
+        if event.type() == QEvent.Type.PaletteChange:
+            self.set_playing(self.playing)
+        super().changeEvent(event)
+
+
+def transport_icon(kind: str, color: QColor) -> QIcon:
+    """A play triangle or two pause bars in `color` (the style's own icons are black on dark themes)."""
+    pix = QPixmap(32, 32)
+    pix.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pix)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(color)
+    if kind == "play":
+        p.drawPolygon(QPolygonF([QPointF(9, 5), QPointF(27, 16), QPointF(9, 27)]))
+    else:
+        p.drawRoundedRect(QRectF(8, 6, 6, 20), 1.5, 1.5)
+        p.drawRoundedRect(QRectF(18, 6, 6, 20), 1.5, 1.5)
+    p.end()
+    return QIcon(pix)

@@ -98,7 +98,7 @@ class Viewer(QWidget):
         self.info.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.notice = QLabel()
         self.notice.setWordWrap(True)
-        self.notice.setStyleSheet("color: #a15c00;")
+        self.notice.setStyleSheet("color: #c07000;")  # amber: readable on light and dark
         self.notice.hide()
         head = QHBoxLayout()
         head.addWidget(back)
@@ -178,14 +178,16 @@ class Viewer(QWidget):
             info.append(str(rec.meta["model"]))
         self.info.setText("  ·  ".join(info))
         warnings = []
-        if not rec.complete and time.time() - rec.last_write < LIVE_S:
+        live = not rec.complete and time.time() - rec.last_write < LIVE_S
+        problems = [p for p in rec.problems if not (live and p.startswith("the last timeline entry"))]  # being written
+        if live:
             warnings.append("This recording is still going on; what was recorded so far is shown.")
         elif not rec.complete:
             warnings.append("This recording did not end normally (the app stopped during it); "
                             "everything written until then is shown.")
-        if rec.problems:
-            warnings.append(f"Some parts could not be read: {'; '.join(rec.problems[:3])}"
-                            + (" …" if len(rec.problems) > 3 else ""))
+        if problems:
+            warnings.append(f"Some parts could not be read: {'; '.join(problems[:3])}"
+                            + (" …" if len(problems) > 3 else ""))
         warnings += [f"Note: {n}" for n in rec.notes if n]
         self.notice.setText("\n".join(warnings))
         self.notice.setVisible(bool(warnings))
