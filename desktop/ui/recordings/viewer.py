@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QKeySequence, QPalette, QPixmap, QResizeEvent, QShortcut
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QDesktopServices, QKeySequence, QPalette, QShortcut
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from desktop.media.audio_out import AudioSink
 from desktop.media.clock import Clock
@@ -19,6 +19,7 @@ from desktop.recording.reader import Recording, inside
 from desktop.ui.plain import plain
 from desktop.ui.shortcuts import sequence
 from desktop.ui.recordings.filmstrip import FilmStrip
+from desktop.ui.recordings.frame_view import FrameView
 from desktop.ui.recordings.format import clock_text, date_text, kind_text
 from desktop.ui.recordings.lanes import ZOOM_STEP, RulerLane, TimeLane, TurnLane, WaveformLane
 from desktop.ui.recordings.transcript import TranscriptView
@@ -30,42 +31,6 @@ LIVE_S = 30.0  # an unfinished recording written to this recently is taken as st
 SEEK_STEP_S = 5.0
 PEAKS_PER_S = 100
 USER_COLOR, AI_COLOR = QColor("#2f7d4f"), QColor("#3a6fd8")
-
-
-class FrameView(QLabel):
-    """The current camera frame, as large as the space allows, aspect kept."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setMinimumSize(240, 180)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setStyleSheet("background: #111; border-radius: 6px;")
-        self._pixmap = QPixmap()
-        self.path: object = None
-
-    def reset(self) -> None:
-        self.path = None
-        self._pixmap = QPixmap()
-        self.setPixmap(QPixmap())
-
-    def show_frame(self, path: object) -> None:
-        if path == self.path:
-            return
-        self.path = path
-        self._pixmap = QPixmap(str(path)) if path is not None else QPixmap()
-        self._fit()
-
-    def _fit(self) -> None:
-        if self._pixmap.isNull():
-            self.setPixmap(QPixmap())
-            return
-        self.setPixmap(self._pixmap.scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio,
-                                           Qt.TransformationMode.SmoothTransformation))
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._fit()
 
 
 class Viewer(QWidget):
