@@ -145,3 +145,16 @@ def test_main_window_takes_the_recordings_page(qtbot, root):
     window.settings_requested.connect(lambda: asked.append(True))
     page.settings_requested.emit()
     assert asked == [True]
+
+
+def test_enter_opens_the_selected_recording_and_esc_comes_back(qtbot, root):
+    from PySide6.QtTest import QTest
+
+    page = make_page(qtbot, root)
+    lst = page.list
+    assert lst.select(next(p for p in root.iterdir() if "-chat-" in p.name))
+    QTest.keyClick(lst.table, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: page.currentWidget() is page.viewer)
+    assert page.viewer.title.text() == "Trip planning"
+    page.viewer.close_recording()
+    assert page.currentWidget() is page.list and lst.selected().title == "Trip planning"
