@@ -68,6 +68,7 @@ class Composition(QObject):
         self.settings_dialog: QDialog | None = None
         self.voice: Any = None  # desktop.engine.voice.Voice, built with the chat page
         self.call_page: Any = None  # desktop.ui.call.page.CallPage
+        self.recordings_page: QWidget | None = None  # desktop.ui.recordings.RecordingsPage
         self._boot_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
@@ -87,6 +88,9 @@ class Composition(QObject):
         self.call_page = self._make_call_page()
         if self.call_page is not None:
             window.set_call_page(self.call_page)
+        self.recordings_page = self._make_recordings_page()
+        if self.recordings_page is not None:
+            window.set_recordings_page(self.recordings_page)
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self._boot_task = self.spawn(self._boot())
@@ -271,6 +275,20 @@ class Composition(QObject):
             log.exception("The call page could not be built")
             return None
 
+    def _make_recordings_page(self) -> QWidget | None:
+        try:
+            from desktop.ui.recordings import RecordingsPage
+
+            return RecordingsPage(recordings_root, self._speaker)
+        except Exception:  # the placeholder stays; the rest of the app goes on
+            log.exception("The recordings page could not be built")
+            return None
+
+    def _speaker(self) -> Any:
+        """The app's speaker for the recordings viewer (None when there is no sound output)."""
+        voice = self.voice
+        return voice.sink if voice is not None and voice.available else None
+
     def _voice_toggled(self, on: bool) -> None:
         self.settings.voice_enabled = on
         self.save()
@@ -351,6 +369,13 @@ def worker_cores() -> int:
     """CPU threads for the model: all cores but one, which is left to the UI thread. On 2 cores,
     2 OpenMP threads next to a busy UI made decoding ~10× slower (bench/ui_latency.py)."""
     return max(1, (os.cpu_count() or 1) - 1)
+
+
+def recordings_root() -> Path:
+    """Where recordings live: <user data dir>/recordings (format v1)."""
+    from desktop.engine.conversations import data_dir
+
+    return data_dir() / "recordings"
 
 
 def sound_devices() -> list[str]:

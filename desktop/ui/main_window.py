@@ -19,7 +19,7 @@ from desktop.ui.admin.panel import AdminPanel, Cancel
 from desktop.ui.icons import app_icon
 from desktop.ui.loading_banner import LoadingBanner
 from desktop.ui.nav import KEYS, NavBar
-from desktop.ui.placeholder import call_page as coming_soon_call, recordings_page
+from desktop.ui.placeholder import call_page as coming_soon_call, recordings_page as coming_soon_recordings
 from desktop.ui.plain import html_text
 from desktop.ui.shortcuts import ShortcutsDialog, sequence, window_shortcuts
 from desktop.ui.status_bar import StatusBar
@@ -40,7 +40,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: Settings, snapshot: Callable[[], Snapshot | None],
                  cancel: Cancel | None = None, parent: QWidget | None = None, *,
-                 call_page: QWidget | None = None) -> None:
+                 call_page: QWidget | None = None, recordings_page: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Omnidesk")
         self.setWindowIcon(app_icon())
@@ -64,7 +64,7 @@ class MainWindow(QMainWindow):
         self._chat_layout.addWidget(self.banner)
         self._chat_layout.addWidget(self.chat_page, 1)
         self.stack = QStackedWidget()
-        self.pages = {"chat": chat_area, "call": coming_soon_call(), "recordings": recordings_page(), "admin": self.admin}
+        self.pages = {"chat": chat_area, "call": coming_soon_call(), "recordings": coming_soon_recordings(), "admin": self.admin}
         for key in KEYS:
             self.stack.addWidget(self.pages[key])
         central = QWidget()
@@ -77,6 +77,8 @@ class MainWindow(QMainWindow):
         self.nav.page_selected.connect(self._page_selected)
         if call_page is not None:
             self.set_call_page(call_page)
+        if recordings_page is not None:
+            self.set_recordings_page(recordings_page)
 
         self.actions: dict[str, QAction] = {}
         self._build_actions()
@@ -100,12 +102,23 @@ class MainWindow(QMainWindow):
 
     def set_call_page(self, page: QWidget) -> None:
         """Put the Call page (the "coming soon" one until then) in its place in the stack."""
-        old = self.pages["call"]
+        self.set_page("call", page)
+
+    def set_recordings_page(self, page: QWidget) -> None:
+        """Put the Recordings page (the "coming soon" one until then) in its place in the stack."""
+        self.set_page("recordings", page)
+        if hasattr(page, "settings_requested"):
+            page.settings_requested.connect(self.settings_requested)
+
+    def set_page(self, key: str, page: QWidget) -> None:
+        """Replace the page shown for `key` in the stack; its `status` signal, if any, goes to the
+        status bar."""
+        old = self.pages[key]
         shown = self.stack.currentWidget() is old
         self.stack.insertWidget(self.stack.indexOf(old), page)
         self.stack.removeWidget(old)
         old.deleteLater()
-        self.pages["call"] = page
+        self.pages[key] = page
         if shown:
             self.stack.setCurrentWidget(page)
         if hasattr(page, "status"):

@@ -22,7 +22,7 @@ class Page:
 PAGES = (
     Page("chat", "Chat", "Conversations with the assistant"),
     Page("call", "Call", "Voice calls: talk with the assistant (Ctrl+2)"),
-    Page("recordings", "Recordings", "Recorded sessions (coming soon)"),
+    Page("recordings", "Recordings", "Recorded calls and chats: play them back"),
     Page("admin", "Admin", "Workers, KV slots, queue and cache numbers"),
 )
 KEYS = tuple(p.key for p in PAGES)

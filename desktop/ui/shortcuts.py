@@ -38,6 +38,16 @@ SHORTCUTS = (
     Shortcut("call", "Ctrl+Enter", "Start or end the call", owner="call", group="Call"),
     Shortcut("push_to_talk", "Space", "Hold to talk (push-to-talk mode)", grab=False, owner="call", group="Call"),
     Shortcut("camera", "Ctrl+Shift+C", "Camera on or off (during a call)", owner="call", group="Call"),
+    Shortcut("play", "Space", "Play or pause the recording", owner="viewer", group="Recordings"),
+    Shortcut("seek_back", "Left", "Back 5 seconds", owner="viewer", group="Recordings"),
+    Shortcut("seek_forward", "Right", "Forward 5 seconds", owner="viewer", group="Recordings"),
+    Shortcut("seek_start", "Home", "Go to the start", owner="viewer", group="Recordings"),
+    Shortcut("seek_end", "End", "Go to the end", owner="viewer", group="Recordings"),
+    Shortcut("zoom_in", "+", "Zoom the timeline in", owner="viewer", group="Recordings"),
+    Shortcut("zoom_out", "-", "Zoom the timeline out", owner="viewer", group="Recordings"),
+    Shortcut("back_to_list", "Esc", "Back to the recordings list", owner="viewer", group="Recordings"),
+    Shortcut("delete_recording", "Del", "Delete the selected recording…", owner="recordings", group="Recordings"),
+    Shortcut("refresh_recordings", "F5", "Refresh the recordings list", owner="recordings", group="Recordings"),
     Shortcut("page_chat", "Ctrl+1", "Go to Chat"),
     Shortcut("page_call", "Ctrl+2", "Go to Call"),
     Shortcut("page_recordings", "Ctrl+3", "Go to Recordings"),
@@ -46,7 +56,7 @@ SHORTCUTS = (
     Shortcut("shortcuts", "F1", "Keyboard shortcuts"),
     Shortcut("quit", "Ctrl+Q", "Quit"),
 )
-GROUPS = ("Chat", "Conversation list", "Call", "General")
+GROUPS = ("Chat", "Conversation list", "Call", "Recordings", "General")
 
 
 def find(action: str) -> Shortcut:

@@ -1,0 +1,138 @@
+"""The recordings on disk as a list: one summary per folder (date, type, duration, size, title,
+first words), and the two things done to a whole folder: delete it, export it as a zip."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from desktop.errors import OmnideskError
+from desktop.recording.reader import meta_from_name, read_meta
+
+log = logging.getLogger(__name__)
+_TAIL = 64 * 1024  # the end of a timeline read for the last event's time
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    folder: Path
+    kind: str  # "call" | "chat"
+    title: str
+    first_words: str
+    started_at: float  # epoch seconds
+    duration: float  # seconds
+    size: int  # bytes on disk
+    complete: bool  # False: still recording, or the app stopped before its end
+    video: bool
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+
+def is_recording(folder: Path) -> bool:
+    return folder.is_dir() and ((folder / "meta.json").is_file() or (folder / "timeline.jsonl").is_file())
+
+
+def scan(root: Path | str) -> list[Summary]:
+    """Every recording under `root`, newest first ([] when the folder does not exist)."""
+    root = Path(root)
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    found = [s for e in entries if e.is_dir(follow_symlinks=False) and (s := summarize(Path(e.path))) is not None]
+    return sorted(found, key=lambda s: (s.started_at, s.name), reverse=True)
+
+
+def summarize(folder: Path) -> Summary | None:
+    """The list row of one recording folder; None when it is not one."""
+    if not is_recording(folder):
+        return None
+    meta = read_meta(folder) or meta_from_name(folder)
+    started = _float(meta.get("started_at"))
+    ended = meta.get("ended_at")
+    if isinstance(ended, (int, float)) and not isinstance(ended, bool) and ended >= started:
+        duration, complete = float(ended) - started, True
+    else:
+        duration, complete = last_time(folder / "timeline.jsonl"), False
+    return Summary(folder, "chat" if meta.get("type") == "chat" else "call", str(meta.get("title") or ""),
+                   str(meta.get("first_words") or ""), started, duration, folder_size(folder), complete,
+                   bool(meta.get("video")))
+
+
+def last_time(timeline: Path) -> float:
+    """The latest `t` among the last events of a timeline (0 when there is none); events from
+    several threads are appended nearly, not exactly, in time order."""
+    try:
+        with timeline.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - _TAIL))
+            lines = f.read().splitlines()
+    except OSError:
+        return 0.0
+    latest = 0.0
+    for line in lines:
+        try:
+            latest = max(latest, float(json.loads(line)["t"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn last line, or the first (cut) line of the tail
+    return latest
+
+
+def folder_size(folder: Path) -> int:
+    total = 0
+    for base, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(base, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def delete(root: Path | str, folder: Path | str) -> None:
+    """Delete one recording folder. Refuses anything that is not a recording directly inside
+    `root` (a symlink, the root itself, a folder elsewhere). Raises OmnideskError."""
+    root, folder = Path(root).resolve(), Path(folder)
+    if folder.is_symlink() or folder.resolve().parent != root or not is_recording(folder):
+        raise OmnideskError(f"“{folder.name}” is not a recording in {root}; nothing was deleted.")
+    try:
+        shutil.rmtree(folder)
+    except OSError as exc:
+        raise OmnideskError(f"Could not delete the recording “{folder.name}”: {exc.strerror or exc}") from exc
+
+
+def export_zip(folder: Path | str, dest: Path | str) -> Path:
+    """Write the recording as a zip at `dest` (files under a folder of the recording's name;
+    half-written `.part` files left out). The zip appears whole or not at all. Raises OmnideskError."""
+    folder, dest = Path(folder), Path(dest)
+    if not is_recording(folder):
+        raise OmnideskError(f"“{folder.name}” is not a recording.")
+    tmp = ""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+        os.close(fd)
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+                if path.name.endswith(".part"):
+                    continue
+                packed = path.suffix.lower() in (".jpg", ".jpeg", ".mp4", ".png")  # already compressed
+                z.write(path, f"{folder.name}/{path.relative_to(folder).as_posix()}",
+                        compress_type=zipfile.ZIP_STORED if packed else zipfile.ZIP_DEFLATED)
+        os.replace(tmp, dest)
+    except OSError as exc:
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
+        raise OmnideskError(f"Could not export the recording to {dest}: {exc.strerror or exc}") from exc
+    return dest
+
+
+def _float(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0

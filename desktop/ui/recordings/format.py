@@ -1,0 +1,22 @@
+"""How the Recordings page writes times, durations and dates."""
+
+from __future__ import annotations
+
+import time
+
+
+def clock_text(seconds: float) -> str:
+    """75.4 → "1:15", 3725 → "1:02:05"."""
+    s = max(0, int(seconds))
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def date_text(epoch: float) -> str:
+    """Local date and time, e.g. "2026-11-25 14:02" (sorts and reads the same in every locale)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch)) if epoch > 0 else "—"
+
+
+def kind_text(kind: str, video: bool = False) -> str:
+    return "Chat" if kind == "chat" else ("Video call" if video else "Call")

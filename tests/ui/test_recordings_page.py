@@ -1,0 +1,160 @@
+"""The Recordings page (offscreen) on recordings written by the spec: list, sort, search, delete
+with confirmation (confirmed and cancelled), export as zip, the empty state, the main window."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from recording_samples import sample_call, sample_chat
+from desktop.settings import Settings
+from desktop.ui.main_window import MainWindow
+from desktop.ui.recordings import RecordingsPage
+from desktop.ui.recordings.list_model import DURATION, SUMMARY_ROLE, TITLE
+
+
+@pytest.fixture
+def root(tmp_path):
+    root = tmp_path / "recordings"
+    sample_call(root, started_at=1_764_000_000.0, title="Standup notes", first_words="good morning team")
+    sample_chat(root, started_at=1_764_100_000.0)
+    crashed = sample_call(root, started_at=1_764_200_000.0, title="", first_words="can you hear me", finish=False)
+    crashed.crash()
+    return root
+
+
+def make_page(qtbot, root):
+    page = RecordingsPage(lambda: root)
+    qtbot.addWidget(page)
+    page.resize(1000, 600)
+    page.show()
+    qtbot.waitUntil(lambda: page.list.model.rowCount() == len(list(root.iterdir())) and page.list.background.busy == 0)
+    return page
+
+
+def rows(page) -> list[str]:
+    proxy = page.list.proxy
+    return [proxy.data(proxy.index(r, TITLE)) for r in range(proxy.rowCount())]
+
+
+def test_list_sort_and_search(qtbot, root, screenshot):
+    page = make_page(qtbot, root)
+    lst = page.list
+    assert lst.stack.currentIndex() == 0
+    titles = rows(page)
+    assert titles[1:] == ["Trip planning", "Standup notes"]  # newest first
+    assert titles[0].startswith("Video call on 2025-")  # no title: the type and date stand in
+    proxy = lst.proxy
+    assert [proxy.data(proxy.index(r, 1)) for r in range(3)] == ["Video call", "Chat", "Video call"]
+    assert proxy.data(proxy.index(0, DURATION)) == "0:05 ⚠" and proxy.data(proxy.index(1, DURATION)) == "0:40"
+    assert lst.selected() is not None and lst.open_button.isEnabled()
+    screenshot(page, "recordings_list")
+
+    lst.table.sortByColumn(DURATION, Qt.SortOrder.AscendingOrder)  # by seconds, not by text
+    assert [proxy.data(proxy.index(r, 0), SUMMARY_ROLE).duration for r in range(3)] == [5.5, 6.0, 40.0]
+    lst.table.sortByColumn(TITLE, Qt.SortOrder.AscendingOrder)
+    assert rows(page)[:2] == ["Standup notes", "Trip planning"] and rows(page)[2].startswith("Video call")
+
+    lst.search.setText("LISBON")  # first words, any case
+    assert rows(page) == ["Trip planning"] and not lst.no_match.isVisible()
+    lst.search.setText("standup morning")  # every word, title or first words
+    assert rows(page) == ["Standup notes"]
+    lst.search.setText("nothing like this")
+    assert rows(page) == [] and lst.no_match.isVisibleTo(page) and "nothing like this" in lst.no_match.text()
+    assert not lst.delete_button.isEnabled()
+    lst.search.clear()
+    assert len(rows(page)) == 3
+
+
+def answer(box: QMessageBox, role: QMessageBox.ButtonRole) -> None:
+    button = next(b for b in box.buttons() if box.buttonRole(b) == role)
+    button.click()
+
+
+def test_delete_asks_first(qtbot, root):
+    page = make_page(qtbot, root)
+    lst = page.list
+    assert lst.select(next(p for p in root.iterdir() if "-chat-" in p.name))
+    target = lst.selected().folder
+    box = lst.delete_selected()
+    assert box is not None and box.isVisible() and "Trip planning" in box.text()
+    assert box.windowModality() != Qt.WindowModality.NonModal  # open(), not exec()
+    answer(box, QMessageBox.ButtonRole.RejectRole)
+    qtbot.waitUntil(lambda: lst.dialog is None)
+    assert target.exists() and len(rows(page)) == 3
+    box = lst.delete_selected()
+    answer(box, QMessageBox.ButtonRole.DestructiveRole)
+    qtbot.waitUntil(lambda: len(rows(page)) == 2 and lst.background.busy == 0)
+    assert not target.exists() and "Trip planning" not in rows(page)
+
+
+def test_export_zip(qtbot, root, tmp_path):
+    page = make_page(qtbot, root)
+    lst = page.list
+    assert lst.select(next(p for p in root.iterdir() if "-call-" in p.name and (p / "meta.json").read_text().find("Standup") > 0))
+    folder = lst.selected().folder
+    messages: list[str] = []
+    page.status.connect(messages.append)
+    lst.export_selected()  # without a path: asks where, without blocking
+    assert isinstance(lst.dialog, QFileDialog) and lst.dialog.isVisible()
+    assert lst.dialog.selectedFiles()[0].endswith("Standup notes.zip")
+    lst.dialog.reject()
+    dest = tmp_path / "standup.zip"
+    lst.export_selected(dest)
+    qtbot.waitUntil(lambda: lst.background.busy == 0)
+    with zipfile.ZipFile(dest) as z:
+        names = set(z.namelist())
+    assert f"{folder.name}/meta.json" in names and f"{folder.name}/ai_audio/000002.wav" in names
+    assert len([n for n in names if n.endswith(".jpg")]) == 6
+    assert messages[-1] == f"Exported to {dest}"
+    lst.export_selected(tmp_path / "missing" / "x.zip")
+    qtbot.waitUntil(lambda: lst.background.busy == 0)
+    assert messages[-1].startswith("Could not export the recording")
+
+
+def test_empty_state(qtbot, tmp_path, screenshot):
+    page = RecordingsPage(lambda: tmp_path / "none-yet")
+    qtbot.addWidget(page)
+    page.resize(1000, 600)
+    asked: list[bool] = []
+    page.settings_requested.connect(lambda: asked.append(True))
+    page.show()
+    qtbot.waitUntil(lambda: page.list.stack.currentIndex() == 1)
+    assert page.list.empty.isVisible() and "every call is kept" in page.list.empty.body.text()
+    screenshot(page, "recordings_empty")
+    page.list.empty.button.click()
+    assert asked == [True]
+    sample_chat(tmp_path / "none-yet")
+    page.list.refresh()  # F5; the page also rescans whenever it is shown
+    qtbot.waitUntil(lambda: page.list.stack.currentIndex() == 0)
+    assert rows(page) == ["Trip planning"]
+
+
+def test_main_window_takes_the_recordings_page(qtbot, root):
+    page = RecordingsPage(lambda: root)
+    window = MainWindow(Settings(), lambda: None, recordings_page=page)
+    qtbot.addWidget(window)
+    window.show_page("recordings")
+    assert window.pages["recordings"] is page and window.stack.currentWidget() is page
+    page.status.emit("Deleted it")
+    assert window.status.toolTip() == "Deleted it"
+    asked: list[bool] = []
+    window.settings_requested.connect(lambda: asked.append(True))
+    page.settings_requested.emit()
+    assert asked == [True]
+
+
+def test_enter_opens_the_selected_recording_and_esc_comes_back(qtbot, root):
+    from PySide6.QtTest import QTest
+
+    page = make_page(qtbot, root)
+    lst = page.list
+    assert lst.select(next(p for p in root.iterdir() if "-chat-" in p.name))
+    QTest.keyClick(lst.table, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: page.currentWidget() is page.viewer)
+    assert page.viewer.title.text() == "Trip planning"
+    page.viewer.close_recording()
+    assert page.currentWidget() is page.list and lst.selected().title == "Trip planning"
