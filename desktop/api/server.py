@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import ipaddress
 import logging
 import socket
 from dataclasses import dataclass
@@ -16,8 +15,9 @@ from typing import Any, Callable
 
 import uvicorn
 
+from desktop.api.address import is_loopback
+
 log = logging.getLogger(__name__)
-LOOPBACK_NAMES = ("localhost",)
 GRACE_S = 1.0  # on stop, running responses get this long before they are cancelled
 
 
@@ -50,16 +50,6 @@ class ApiStatus:
         if self.state is ApiState.OFF:
             return "Off"
         return self.message
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` is reachable only from this computer (127.0.0.0/8, ::1, localhost)."""
-    if host.strip().lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class ApiServer:

@@ -13,7 +13,8 @@ import pytest
 from openai import APIStatusError, AsyncOpenAI
 
 from api_helpers import MODEL, run, served, sse_data, user
-from desktop.api.server import ApiServer, ApiState, is_loopback
+from desktop.api.address import is_loopback
+from desktop.api.server import ApiServer, ApiState
 
 
 def test_the_openai_client_streaming_and_not() -> None:
