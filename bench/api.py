@@ -211,7 +211,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     if not await gw.wait_ready(900):
         raise SystemExit("The model did not load.")
     timed = TimedGateway(gw)
-    server = ApiServer(lambda key: make_app(lambda: Engine(timed, args.model), key=key))
+    server = ApiServer(lambda key, local_only: make_app(lambda: Engine(timed, args.model), key=key, local_only=local_only))
     status = await server.start("127.0.0.1", 0)
     assert status.state is ApiState.LISTENING, status
     n = args.clients

@@ -22,7 +22,8 @@ class ApiControl:
     def __init__(self, engine: Callable[[], Engine | None], loading: Callable[[], bool],
                  live: Callable[[], Live | None]) -> None:
         self.metrics = Metrics(live)
-        self.server = ApiServer(lambda key: make_app(engine, key=key, loading=loading, metrics=self.metrics))
+        self.server = ApiServer(lambda key, local_only: make_app(engine, key=key, loading=loading, metrics=self.metrics,
+                                                                 local_only=local_only))
         self._wanted: tuple[str, int, str | None] | None = None
 
     @property

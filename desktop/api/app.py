@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from desktop.api import schemas
+from desktop.api.address import is_loopback
 from desktop.api.errors import ApiError, from_engine, from_exception, no_model
 from desktop.api.metrics import Metrics
 from desktop.errors import OmnideskError, QueueFullError
@@ -44,10 +45,12 @@ EngineSource = Callable[[], "Engine | None"]  # None: no model can answer now
 
 
 def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[[], bool] = lambda: False,
-             metrics: Metrics | None = None) -> FastAPI:
+             metrics: Metrics | None = None, local_only: bool = False) -> FastAPI:
     """The ASGI app. `engine()` is read on every request, so the API follows model reloads;
     `loading()` tells a model on its way (503 with Retry-After) from none; with `key`, every
-    request needs `Authorization: Bearer <key>`."""
+    request needs `Authorization: Bearer <key>`. `local_only` (served on loopback) refuses a Host
+    header that is not this computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS
+    rebinding) cannot use the API through the user's browser."""
     app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None)
 
     async def authorize(request: Request) -> None:
@@ -100,12 +103,14 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
             raise ApiError(404, "Metrics are not enabled.", code="not_found")
         return Response(metrics.render(), media_type=metrics.content_type)
 
-    @app.get("/health")
+    @app.get("/health", dependencies=[Depends(authorize)])
     async def health() -> dict[str, Any]:
         eng = engine()
         return {"status": "ok" if eng else "loading" if loading() else "no_model", "model": eng.model if eng else None}
 
     _handlers(app)
+    if local_only:
+        app.add_middleware(_LocalHostOnly)
     if metrics is not None:
         app.add_middleware(_CountResponses, metrics=metrics)
     return app
@@ -202,6 +207,26 @@ def _handlers(app: FastAPI) -> None:
     async def crash(_: Request, err: Exception) -> JSONResponse:
         log.exception("The API failed on a request")
         return ApiError(500, f"Internal error: {type(err).__name__}: {err}", type="server_error").response()
+
+
+class _LocalHostOnly:
+    """ASGI middleware: 400 unless the Host header names this computer (localhost, a loopback IP)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
+            if host.startswith("["):  # [v6] or [v6]:port
+                name = host[1:host.find("]")]
+            else:  # name, v4 or name:port, v4:port (a bare v6 has more than one colon)
+                name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+            if not is_loopback(name):
+                err = ApiError(400, f"This server answers only requests addressed to this computer (Host: {host!r}).",
+                               code="invalid_host")
+                return await err.response()(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 class _CountResponses:

@@ -53,10 +53,11 @@ class ApiStatus:
 
 
 class ApiServer:
-    """One uvicorn server at a time. `make_app(key)` builds the ASGI app for a start; listeners
-    are called with each new ApiStatus. Call everything on the app's loop."""
+    """One uvicorn server at a time. `make_app(key, local_only)` builds the ASGI app for a start
+    (local_only: served on loopback); listeners are called with each new ApiStatus. Call
+    everything on the app's loop."""
 
-    def __init__(self, make_app: Callable[[str | None], Any]) -> None:
+    def __init__(self, make_app: Callable[[str | None, bool], Any]) -> None:
         self._make_app = make_app
         self.listeners: list[Callable[[ApiStatus], None]] = []
         self.status = ApiStatus(ApiState.OFF)
@@ -84,7 +85,7 @@ class ApiServer:
                 why = exc.strerror or str(exc)
                 return self._set(ApiStatus(ApiState.ERROR, host, port, f"Could not listen on {host}:{port}: {why}."))
             try:
-                config = uvicorn.Config(self._make_app(key), lifespan="off", log_config=None, access_log=False,
+                config = uvicorn.Config(self._make_app(key, is_loopback(host)), lifespan="off", log_config=None, access_log=False,
                                         proxy_headers=False, server_header=False, ws="none",
                                         timeout_graceful_shutdown=GRACE_S)
                 config.load()

@@ -56,7 +56,7 @@ async def served(*, key: str | None = None, real: bool = False, queue_max: int =
         metrics = Metrics()
         gw.observers.append(metrics.observe)
         engine = Engine(gw, MODEL, defaults=SamplingParams(max_tokens=8))
-        build = lambda k: make_app(lambda: engine, key=k, metrics=metrics)  # noqa: E731
+        build = lambda k, local=False: make_app(lambda: engine, key=k, metrics=metrics, local_only=local)  # noqa: E731
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         if not real:
             transport = httpx.ASGITransport(app=build(key))

@@ -87,3 +87,15 @@ def test_a_stop_string_ends_the_reply_before_it() -> None:
             assert stop not in cut["choices"][0]["message"]["content"]
             assert full.startswith(cut["choices"][0]["message"]["content"])
     run(main())
+
+
+def test_developer_messages_and_max_completion_tokens_are_understood() -> None:
+    async def main() -> None:
+        async with served() as s:
+            r = await s.client.post("/v1/chat/completions", json={
+                "messages": [{"role": "developer", "content": "Be brief."}, user("Hi"),
+                             {"role": "assistant", "content": None}, user("Again")],
+                "max_completion_tokens": 2, "presence_penalty": 0, "user": "someone", "n": 1})
+            assert r.status_code == 200, r.text
+            assert 0 < r.json()["usage"]["completion_tokens"] <= 2
+    run(main())

@@ -44,6 +44,16 @@ def test_the_openai_client_streaming_and_not() -> None:
     run(main())
 
 
+def test_a_request_for_another_host_name_is_refused_on_loopback() -> None:
+    async def main() -> None:
+        async with served(real=True) as s:
+            for host in ("127.0.0.1", f"127.0.0.1:{s.url.rsplit(':', 1)[1]}", "localhost:1", "[::1]:80", "[::1]"):
+                assert (await s.client.get("/v1/models", headers={"Host": host})).status_code == 200, host
+            r = await s.client.get("/v1/models", headers={"Host": "evil.example:8765"})
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_host"
+    run(main())
+
+
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed on this machine")
 def test_curl() -> None:
     async def main() -> None:
@@ -74,7 +84,7 @@ def test_a_port_in_use_is_a_state_and_the_server_restarts_on_the_same_port() -> 
         taken.listen()
         port = taken.getsockname()[1]
         seen: list[ApiState] = []
-        server = ApiServer(lambda key: _hello)
+        server = ApiServer(lambda key, local_only: _hello)
         server.listeners.append(lambda st: seen.append(st.state))
         status = await server.start("127.0.0.1", port)
         assert status.state is ApiState.PORT_IN_USE and str(port) in status.message
