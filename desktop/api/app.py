@@ -4,14 +4,12 @@ clients queue, route by history hash and reuse the KV cache; errors keep OpenAI'
 
 from __future__ import annotations
 
-import asyncio
 import hmac
-import json
 import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, Callable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,12 +17,12 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from desktop.api import schemas
-from desktop.api.address import is_loopback
-from desktop.api.errors import ApiError, from_engine, from_exception, no_model
+from desktop.api.errors import ApiError, from_exception, no_model
 from desktop.api.metrics import Metrics
+from desktop.api.middleware import CountResponses, LocalHostOnly
+from desktop.api.replies import reply_events, reply_json
 from desktop.errors import OmnideskError, QueueFullError
 from desktop.model.params import SamplingParams
-from desktop.protocol import ChunkEvent, Done, ErrorEvent, Queued, QueueUpdate
 
 log = logging.getLogger(__name__)
 OWNER = "omnidesk"
@@ -93,9 +91,9 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         cid, created = f"chatcmpl-{stream.request_id}", int(time.time())
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))
-            return StreamingResponse(_events(stream, cid, eng.model, created, usage), media_type="text/event-stream",
+            return StreamingResponse(reply_events(stream, cid, eng.model, created, usage), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        return JSONResponse(await _complete(stream, request, cid, eng.model, created))
+        return JSONResponse(await reply_json(stream, request, cid, eng.model, created))
 
     @app.get("/metrics", dependencies=[Depends(authorize)])
     async def prometheus() -> Response:
@@ -110,9 +108,9 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
 
     _handlers(app)
     if local_only:
-        app.add_middleware(_LocalHostOnly)
+        app.add_middleware(LocalHostOnly)
     if metrics is not None:
-        app.add_middleware(_CountResponses, metrics=metrics)
+        app.add_middleware(CountResponses, metrics=metrics)
     return app
 
 
@@ -129,55 +127,6 @@ def retry_after(gateway: Any) -> float:
 
 def _model(name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": 0, "owned_by": OWNER}
-
-
-async def _complete(stream: Any, request: Request, cid: str, model: str, created: int) -> dict[str, Any]:
-    """Run a non-streaming request to its end; a client that hangs up cancels it."""
-    watcher = asyncio.ensure_future(_cancel_on_disconnect(request, stream))
-    end = None
-    try:
-        async for event in stream:
-            if isinstance(event, (Done, ErrorEvent)):
-                end = event
-    finally:
-        watcher.cancel()
-    if isinstance(end, ErrorEvent):
-        raise from_engine(end.code, end.message, retry_after_s=1.0 if end.retryable else None)
-    assert isinstance(end, Done)
-    return schemas.completion(cid, model, created, end.text, end.stats)
-
-
-async def _cancel_on_disconnect(request: Request, stream: Any) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-    await stream.aclose()
-
-
-async def _events(stream: Any, cid: str, model: str, created: int, include_usage: bool) -> AsyncIterator[bytes]:
-    """Server-sent events as OpenAI streams them: a role chunk, content chunks, a finish chunk
-    (then a usage chunk when asked), `[DONE]`. Queue positions go out as SSE comments; a
-    failure after the start is an `error` event. A client that hangs up cancels the request."""
-    try:
-        yield _sse(schemas.chunk(cid, model, created, {"role": "assistant", "content": ""}))
-        async for event in stream:
-            if isinstance(event, ChunkEvent):
-                if event.text_delta:
-                    yield _sse(schemas.chunk(cid, model, created, {"content": event.text_delta}))
-            elif isinstance(event, (Queued, QueueUpdate)):
-                yield f": queued, position {event.position}, starts in about {event.eta_s:.0f} s\n\n".encode()
-            elif isinstance(event, Done):
-                yield _sse(schemas.chunk(cid, model, created, {}, schemas.finish(event.stats)))
-                if include_usage:
-                    yield _sse(schemas.chunk(cid, model, created, {}, usage_=schemas.usage(event.stats), choices=False))
-            elif isinstance(event, ErrorEvent):
-                yield _sse(from_engine(event.code, event.message).body())
-        yield b"data: [DONE]\n\n"
-    finally:
-        await stream.aclose()
-
-
-def _sse(obj: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
 def _handlers(app: FastAPI) -> None:
@@ -207,44 +156,3 @@ def _handlers(app: FastAPI) -> None:
     async def crash(_: Request, err: Exception) -> JSONResponse:
         log.exception("The API failed on a request")
         return ApiError(500, f"Internal error: {type(err).__name__}: {err}", type="server_error").response()
-
-
-class _LocalHostOnly:
-    """ASGI middleware: 400 unless the Host header names this computer (localhost, a loopback IP)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
-            if host.startswith("["):  # [v6] or [v6]:port
-                name = host[1:host.find("]")]
-            else:  # name, v4 or name:port, v4:port (a bare v6 has more than one colon)
-                name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-            if not is_loopback(name):
-                err = ApiError(400, f"This server answers only requests addressed to this computer (Host: {host!r}).",
-                               code="invalid_host")
-                return await err.response()(scope, receive, send)
-        await self.app(scope, receive, send)
-
-
-class _CountResponses:
-    """ASGI middleware: counts responses by route and status for /metrics."""
-
-    def __init__(self, app: Any, metrics: Metrics) -> None:
-        self.app, self.metrics = app, metrics
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        path = scope.get("path", "")
-        route = path if path in ("/v1/models", "/v1/chat/completions", "/metrics", "/health") else \
-            "/v1/models/{id}" if path.startswith("/v1/models/") else "other"
-
-        async def counted(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                self.metrics.http(route, message["status"])
-            await send(message)
-
-        await self.app(scope, receive, counted)
