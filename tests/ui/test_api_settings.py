@@ -117,3 +117,26 @@ def test_listening_beyond_this_computer_needs_a_key(qtbot):
     assert sig.args[0].api_host == "0.0.0.0" and sig.args[0].api_key == page.key.text()
     page.key.setText("short")
     assert not dlg.apply() and "8 to 256 characters" in dlg.error.text()
+
+
+def test_an_enabled_api_starts_with_the_app_and_stops_with_it(tmp_path, monkeypatch, qapp, aloop, qtbot):
+    for name in ("CONFIG", "DATA", "LOG"):
+        monkeypatch.setenv(f"OMNIDESK_{name}_DIR", str(tmp_path / name.lower()))
+    port = free_port()
+    c = Composition(qapp, Settings(model_source="tiny", api_server_enabled=True, api_port=port),
+                    settings_path=tmp_path / "settings.json")
+    c.start()
+
+    async def scenario() -> None:
+        await state_becomes(c, ApiState.LISTENING)
+        assert await c.wait_ready(60)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            health = (await client.get("/health")).json()
+            assert health == {"status": "ok", "model": c.model_name}
+            assert [m["id"] for m in (await client.get("/v1/models")).json()["data"]] == [c.model_name]
+        await c.shutdown()
+        assert c.api.status.state is ApiState.OFF
+        with socket.socket() as s:  # the port is free again
+            s.bind(("127.0.0.1", port))
+
+    aloop.run(scenario(), 60)
