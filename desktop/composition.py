@@ -12,6 +12,9 @@ from typing import Any, Coroutine
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 
+from desktop.api.app import Engine
+from desktop.api.metrics import live_from_snapshot
+from desktop.api_control import ApiControl
 from desktop.engine.gateway import Gateway
 from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
@@ -51,6 +54,7 @@ class Composition(QObject):
 
     engine_state = Signal(str)
     quit_requested = Signal()
+    api_status = Signal(object)  # desktop.api.server.ApiStatus, each time the local API's state changes
 
     def __init__(self, app: QApplication, settings: Settings, *, warning: str | None = None,
                  settings_path: Path | None = None) -> None:
@@ -73,6 +77,8 @@ class Composition(QObject):
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
         self._closed = False
+        self.api = ApiControl(self._api_engine, self._loading, lambda: live_from_snapshot(self.snapshot()))
+        self.api.server.listeners.append(self.api_status.emit)
 
     # ------------------------------------------------------------------ start
 
@@ -94,6 +100,8 @@ class Composition(QObject):
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self._boot_task = self.spawn(self._boot())
+        if self.settings.api_server_enabled:
+            self.spawn(self.api.apply(self.settings))  # at once: it answers 503 until the model is up
         presets = getattr(self.chat_page, "presets", None)
         notices = [n for n in (self._warning, getattr(self.store, "notice", None),  # files set aside
                                getattr(presets, "notice", None)) if n]
@@ -147,6 +155,7 @@ class Composition(QObject):
             return self._failed(err.message)
         monitor = EngineMonitor()
         gateway = Gateway(monitor.wrap(hosts))
+        self.api.watch(gateway)
         self.hosts, self.monitor, self.gateway = hosts, monitor, gateway
         self.proxy.target = gateway
         await gateway.start()
@@ -170,6 +179,15 @@ class Composition(QObject):
             self.window.set_phase(None)
             self.window.set_error(message)
         self.engine_state.emit("failed")
+
+    def _api_engine(self) -> Engine | None:
+        """What the local API serves with now: None until a model is up (it answers 503)."""
+        if self.gateway is None or self.model_name is None:
+            return None
+        return Engine(self.gateway, self.model_name, self.supports_images, self.settings.sampling())
+
+    def _loading(self) -> bool:
+        return self._boot_task is not None and not self._boot_task.done()
 
     async def _stop_engine(self) -> None:
         """Hang up a call, detach the chat page from running replies, cancel a load, close the
@@ -205,6 +223,8 @@ class Composition(QObject):
             if new.theme != old.theme:
                 apply_theme(self.app, new.theme)
             self._apply_voice(old, new)
+            if not self._closed:
+                await self.api.apply(new)  # live: never reloads the model
             if self._closed or not old.needs_reload(new):
                 return False
             assert self.window is not None
@@ -220,8 +240,10 @@ class Composition(QObject):
         from desktop.ui.settings_dialog import SettingsDialog
 
         if self.settings_dialog is None:
-            dialog = self.settings_dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices())
+            dialog = self.settings_dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices(),
+                                                           api_status=self.api.status)
             dialog.applied.connect(lambda new: self.spawn(self.apply_settings(new)))
+            self.api_status.connect(dialog.show_api_status)
             dialog.finished.connect(self._settings_closed)
             dialog.open()
         self.settings_dialog.raise_()
@@ -229,6 +251,7 @@ class Composition(QObject):
 
     def _settings_closed(self) -> None:
         if self.settings_dialog is not None:
+            self.api_status.disconnect(self.settings_dialog.show_api_status)
             self.settings_dialog.deleteLater()
         self.settings_dialog = None
 
@@ -333,6 +356,7 @@ class Composition(QObject):
                 dialog.close()
             if window.isVisible():
                 window.close()
+        await self.api.close()  # API clients get their answers cut before the engine goes
         await self._stop_engine()
         if self.voice is not None:
             if hasattr(self.chat_page, "set_voice"):

@@ -9,8 +9,9 @@ import reprlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from desktop.api.address import check_host, check_key, is_loopback
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import first_unencodable
 from desktop.model.params import SEED_LIMIT, SamplingParams
@@ -96,6 +97,8 @@ class Settings(BaseModel):
     # local API server
     api_server_enabled: bool = False
     api_port: int = Field(8765, ge=1024, le=65535)
+    api_key: str | None = None  # required beyond loopback (before api_host: its check reads the key)
+    api_host: str = "127.0.0.1"  # 127.0.0.1: this computer only
     # interface state remembered between runs
     system_preset: str = "assistant"
     theme: Literal["system", "light", "dark"] = "system"
@@ -142,6 +145,19 @@ class Settings(BaseModel):
 
     def remote_specs(self) -> list[RemoteSpec]:
         return [w.spec() for w in self.remote_workers]
+
+    @field_validator("api_key")
+    @classmethod
+    def _api_key(cls, v: str | None) -> str | None:
+        return check_key(v) if v is not None and v.strip() else None
+
+    @field_validator("api_host")
+    @classmethod
+    def _api_host(cls, v: str, info: ValidationInfo) -> str:
+        v = check_host(v)
+        if not is_loopback(v) and not info.data.get("api_key"):
+            raise ValueError("needs an API key: other computers could reach the server on this address")
+        return v
 
     def model_spec(self) -> ModelSpec:
         return ModelSpec(self.model_source, self.dtype, self.device)

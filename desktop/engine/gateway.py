@@ -52,6 +52,9 @@ class Gateway(EventIntake):
         self._grace = cancel_grace_s
         self._changed = asyncio.Event()
         self._closed = False
+        self.observers: list[Callable[[Entry, Done | ErrorEvent], None]] = []
+        """Called on the loop with each user request's entry and terminal event (stats with the
+        queue wait included), e.g. by /metrics; an observer that raises is logged, never fatal."""
 
     # ------------------------------------------------------------------ life
 
@@ -87,13 +90,14 @@ class Gateway(EventIntake):
     # ------------------------------------------------------------------ requests
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
-             request_id: str | None = None) -> RequestStream:
+             request_id: str | None = None, origin: str = "app") -> RequestStream:
         """A stateless turn over the whole conversation, routed to the worker that caches it.
-        `params`: SamplingParams, a dict of its fields, or None for the defaults."""
+        `params`: SamplingParams, a dict of its fields, or None for the defaults. `origin` names
+        the sender in stats() and for the observers ("app", "api")."""
         msgs = parse_messages(messages, self._max_chars())
         params = as_params(params)
         rid = self._new_id(request_id)
-        entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs))
+        entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin)
         return self._enqueue(entry, msgs)
 
     async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
@@ -191,8 +195,9 @@ class Gateway(EventIntake):
         for w in workers:
             w["sessions"] = len(self._sessions.on_worker(w["id"]))
         requests = {k: self._counts[k] for k in ("submitted", "completed", "cancelled", "failed", "dropped_events")}
+        origins = {k.removeprefix("origin:"): n for k, n in self._counts.items() if k.startswith("origin:")}
         return {"workers": workers, "queue": self._pool.queue_stats(),
-                "requests": {**requests, "running": len(self._pool.running())},
+                "requests": {**requests, "running": len(self._pool.running())}, "origins": origins,
                 "routing": dict(self._pool.routes), "cache": dict(self._kinds), "sessions": len(self._sessions)}
 
     # ------------------------------------------------------------------ internals: admission
@@ -226,6 +231,7 @@ class Gateway(EventIntake):
             del self._requests[entry.request_id]
             raise
         self._counts["submitted"] += 1
+        self._counts[f"origin:{entry.origin}"] += 1
         return RequestStream(req, self.cancel)
 
     def _send_end(self, worker_id: str, session_id: str) -> Request:

@@ -121,6 +121,11 @@ class EventIntake:
                 self._kinds[event.stats.kind] += 1
         if not req.side:  # EndSession is bookkeeping, not a request of the user's
             self._counts["cancelled" if cancelled else "completed" if ok else "failed"] += 1
+            for observe in self.observers:
+                try:
+                    observe(entry, event)
+                except Exception:  # metrics must never break a request's delivery
+                    log.exception("A gateway observer failed")
         req.events.put_nowait(event)
         if not entry.done.done():
             entry.done.set_result(event)

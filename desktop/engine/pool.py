@@ -28,6 +28,7 @@ class Entry:
     session_id: str | None = None
     history: bytes = b""  # history_hash(messages) of a chat
     call: bool = False  # a voice call's CreateSession: placed where it costs chats no cache
+    origin: str = "app"  # who sent it: "app" (the window, calls) or "api" (the local HTTP API)
     arrived: float = 0.0
     position: int = 0  # 1-based while queued, 0 otherwise
     eta_s: float = 0.0
@@ -90,7 +91,8 @@ class Pool:
         etas = [e.eta_s for e in self._queue.values()]
         now = self._clock()
         entries = [{"request_id": e.request_id, "position": e.position, "waited_s": max(now - e.arrived, 0.0),
-                    "eta_s": e.eta_s, "pin": e.pin, "kind": type(e.cmd).__name__} for e in self._queue.values()]
+                    "eta_s": e.eta_s, "pin": e.pin, "kind": type(e.cmd).__name__, "origin": e.origin}
+                   for e in self._queue.values()]
         return {"length": len(etas), "max": self.queue_max, "entries": entries,
                 "wait_ms_p50": self.waits.percentile(50), "wait_ms_p95": self.waits.percentile(95),
                 "eta_avg_s": sum(etas) / len(etas) if etas else 0.0, "service_avg_s": self.service.mean_s}

@@ -29,15 +29,16 @@ class SettingsDialog(QDialog):
     applied = Signal(object)
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 sound_devices: list[str] | None = None) -> None:
+                 sound_devices: list[str] | None = None, api_status: Any = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._current = settings  # what is in effect: the initial settings, then the last applied
         self._result: Settings | None = None
         self.model_page = ModelPage(settings)
+        self.api_page = ApiPage(settings, api_status)
         self.pages: list[Page] = [
             self.model_page, CachePage(settings), SamplingPage(settings),
-            AudioPage(settings, list(sound_devices or [])), RecordingPage(settings), ApiPage(settings),
+            AudioPage(settings, list(sound_devices or [])), RecordingPage(settings), self.api_page,
             RemotePage(settings),
         ]
         layout = QVBoxLayout(self)  # children in visual order: the focus chain follows it
@@ -84,6 +85,10 @@ class SettingsDialog(QDialog):
     def result_settings(self) -> Settings | None:
         """The settings accepted with OK; None while the dialog is open or after Cancel."""
         return self._result
+
+    def show_api_status(self, status: Any) -> None:
+        """The local API server's live state (desktop.api.server.ApiStatus), on the API page."""
+        self.api_page.show_status(status)
 
     def apply(self) -> bool:
         """Validate the form; if it is valid and changed, make it current and emit `applied`."""

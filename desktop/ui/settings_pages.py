@@ -1,5 +1,6 @@
 """The pages of the settings dialog: one form per section, each showing its fields of a Settings
-and giving back a dict of raw values that the dialog validates as a whole (Audio: settings_audio)."""
+and giving back a dict of raw values that the dialog validates as a whole (Audio: settings_audio,
+the local API server: settings_api)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.settings import Settings
+from desktop.ui.settings_api import ApiPage
 from desktop.ui.settings_audio import AudioPage
 from desktop.ui.settings_form import Page, field_width, float_spin, hint, int_spin
 
@@ -233,32 +235,3 @@ class RecordingPage(Page):
     def values(self) -> dict[str, object]:
         return {"recording_enabled": self.enabled.isChecked(), "retention_days": self.days.value(),
                 "max_storage_gb": self.gb.value()}
-
-
-class ApiPage(Page):
-    """The local OpenAI-compatible API server: on/off and port."""
-
-    def __init__(self, s: Settings) -> None:
-        super().__init__("Local API server")
-        self.enabled = QCheckBox("&Enable the local API server")
-        self.enabled.setChecked(s.api_server_enabled)
-        self.add("", "api_server_enabled", self.enabled, "Lets other programs on this computer use the "
-                 "model through an OpenAI-compatible HTTP API.")
-        self.port = int_spin("api_port")
-        self.port.setValue(s.api_port)
-        self.add("&Port:", "api_port", self.port)
-        self.address = QLabel()
-        self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.form.addRow("Address:", self.address)
-        self.enabled.toggled.connect(self._sync)
-        self.port.valueChanged.connect(self._sync)
-        self._sync()
-
-    def _sync(self, *_: object) -> None:
-        on = self.enabled.isChecked()
-        self.port.setEnabled(on)
-        self.address.setEnabled(on)
-        self.address.setText(f"http://127.0.0.1:{self.port.value()}")
-
-    def values(self) -> dict[str, object]:
-        return {"api_server_enabled": self.enabled.isChecked(), "api_port": self.port.value()}

@@ -101,7 +101,7 @@ def test_queued_request_is_listed_and_can_be_cancelled(comp, aloop, qtbot):
         c.window.refresh()
         assert panel.queue.rowCount() == 1
         row = cells(panel.queue_view, 0)
-        assert row[0] == "1" and waiting.request_id.startswith(row[1]) and row[2] == "chat" and row[5] == "any"
+        assert row[0] == "1" and waiting.request_id.startswith(row[1]) and row[2] == "chat" and row[3] == "this app" and row[6] == "any"
         assert c.window.status.queue_label.text() == "Queue: 1 waiting"
         panel.queue_view.selectRow(0)
         assert panel.cancel_button.isEnabled()

@@ -48,8 +48,10 @@ class CountersRow(QWidget):
     def show_snapshot(self, snap: Snapshot) -> None:
         req, c = snap.requests, snap.counters
         failed = req.get("failed", 0)
+        api = snap.origins.get("api", 0)
+        detail = f"{failed} failed" if failed else f"{req.get('running', 0)} running"
         self.requests.set(f"{req.get('completed', 0)} / {req.get('submitted', 0)}",
-                          f"{failed} failed" if failed else f"{req.get('running', 0)} running")
+                          f"{detail} · {api} via API" if api else detail)
         if c.get("requests"):
             self.hit_rate.set(percent(c["cache_hit_rate"]), f"of {c['requests']}")
             total = c.get("input_tokens", 0)

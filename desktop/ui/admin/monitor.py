@@ -54,6 +54,7 @@ class QueueRow:
     eta_s: float
     worker: str  # the worker a session command waits for ('' for any)
     kind: str
+    origin: str = "app"  # who sent it: "app" (this window, a call) or "api" (the local API)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class Snapshot:
     routing: dict[str, int]
     cache_kinds: dict[str, int]
     queue_stats: dict[str, Any] = field(default_factory=dict)
+    origins: dict[str, int] = field(default_factory=dict)  # requests submitted, by who sent them
 
 
 class EngineMonitor:
@@ -140,13 +142,14 @@ class EngineMonitor:
                 slots.append(SlotRow(w["id"], s["index"], slot_state, hashes[-1][:4].hex() if hashes else "",
                                      s["hashes"], s["tokens"], idle, info.kv_bytes if info is not None and info.kv_bytes else None))
         return Snapshot(workers, slots, queue_rows(gateway, stats, now), self.counters(), stats["requests"],
-                        stats["routing"], stats["cache"], stats["queue"])
+                        stats["routing"], stats["cache"], stats["queue"], stats.get("origins", {}))
 
 
 def queue_rows(gateway: Any, stats: dict, now: float) -> list[QueueRow]:
     """The waiting requests in queue order, from stats()["queue"]["entries"]."""
     return [QueueRow(e["request_id"], e["position"], e.get("waited_s", 0.0), e.get("eta_s", 0.0),
-                     e.get("pin") or "", _kind(e.get("kind", ""))) for e in stats["queue"].get("entries", [])]
+                     e.get("pin") or "", _kind(e.get("kind", "")), e.get("origin", "app"))
+            for e in stats["queue"].get("entries", [])]
 
 
 def _kind(name: str) -> str:

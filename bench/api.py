@@ -1,0 +1,279 @@
+"""The local API's cost: N concurrent streaming clients (the official openai client, in a separate
+process, as real clients are) through the API vs the same N requests straight into the gateway,
+in one run, on the embedded default model as the app runs it (or `--model tiny`).
+
+Measured per request:
+- ttft: request sent → first content token received. Direct: gateway.chat() called → first
+  ChunkEvent out of its stream. API: the client's create() called → first content delta parsed.
+- api_overhead_ms: what the HTTP layer adds to one request's TTFT: the client's TTFT minus the TTFT
+  of the same request inside the server (its handler's gateway.chat() call → the first ChunkEvent
+  there). So it is connect + parse + validate before, and SSE encode + socket + client parse after;
+  queueing and the model are in both terms and cancel out. Reported at the median and p99.
+- lost: requests that never ended properly (no finish chunk and [DONE], an exception, no Done).
+
+Then the two-turn remote test (bench/remote.py): a conversation through a remote llama.cpp worker
+(one started here on 127.0.0.1 with the embedded GGUF, or yours with `--remote URL`;
+`--no-remote` skips it), `remote_cached_tokens_turn2` from the server's own accounting. The last
+line is JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SYSTEM = "You are a helpful assistant. Answer in one or two short sentences."
+TOPICS = ("tea", "bicycles", "rain", "maps", "bread", "owls", "clocks", "rivers", "chess", "glass")
+
+
+def requests(n: int) -> list[list[dict[str, str]]]:
+    """N single-turn conversations with a shared system prompt (as many agents send)."""
+    return [[{"role": "system", "content": SYSTEM},
+             {"role": "user", "content": f"Question {i}: tell me one fact about {TOPICS[i % len(TOPICS)]}."}]
+            for i in range(n)]
+
+
+def pct(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, max(0, -(-q * len(ordered) // 100) - 1))], 2)
+
+
+# ---------------------------------------------------------------------------------- the clients
+
+
+async def clients(url: str, n: int, max_tokens: int, one_by_one: bool) -> None:
+    """Client side (a separate process): N streaming openai clients, all at once or one by one;
+    one JSON line each."""
+    import httpx
+    from openai import AsyncOpenAI
+
+    sent: dict[int, float] = {}
+
+    def http(i: int) -> httpx.AsyncClient:
+        async def hook(request: httpx.Request) -> None:
+            sent.setdefault(i, time.monotonic())
+        return httpx.AsyncClient(timeout=600, event_hooks={"request": [hook]})
+
+    pool = [AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0, http_client=http(i)) for i in range(n)]
+    start = asyncio.Event()
+
+    async def one(i: int, client: AsyncOpenAI, messages: list[dict[str, str]]) -> dict[str, Any]:
+        await start.wait()
+        row: dict[str, Any] = {"i": i, "ok": False}
+        t0 = time.monotonic()
+        try:
+            stream = await client.chat.completions.create(model="any", messages=messages, max_tokens=max_tokens,
+                                                          temperature=0, seed=1, stream=True)
+            finish = None
+            async for chunk in stream:
+                row["id"] = chunk.id
+                if chunk.choices and chunk.choices[0].delta.content and "t_first" not in row:
+                    row["t_first"] = time.monotonic()
+                if chunk.choices and chunk.choices[0].finish_reason:
+                    finish = chunk.choices[0].finish_reason
+            row.update(ok=finish is not None, t_end=time.monotonic())
+        except Exception as exc:  # noqa: BLE001 - counted as lost, with the reason
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        row["t0"], row["t_sent"] = t0, sent.get(i, t0)
+        return row
+
+    if one_by_one:
+        start.set()
+        rows = [await one(i, c, m) for i, (c, m) in enumerate(zip(pool, requests(n)))]
+    else:
+        tasks = [asyncio.ensure_future(one(i, c, m)) for i, (c, m) in enumerate(zip(pool, requests(n)))]
+        await asyncio.sleep(0.2)  # every client is waiting on the same start
+        start.set()
+        rows = await asyncio.gather(*tasks)
+    for row in rows:
+        print(json.dumps(row), flush=True)
+    for c in pool:
+        await c.close()
+
+
+# ---------------------------------------------------------------------------------- the server side
+
+
+class TimedStream:
+    """A gateway stream that notes when its first ChunkEvent came out (inside the server)."""
+
+    def __init__(self, stream: Any, marks: dict[str, list[float]], t0: float) -> None:
+        self.request_id, self._stream, self._marks = stream.request_id, stream, marks
+        marks[stream.request_id] = [t0]
+
+    def __aiter__(self) -> TimedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        from desktop.protocol import ChunkEvent
+
+        event = await self._stream.__anext__()
+        mark = self._marks[self.request_id]
+        if len(mark) == 1 and isinstance(event, ChunkEvent) and event.text_delta:
+            mark.append(time.monotonic())
+        return event
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class TimedGateway:
+    def __init__(self, gateway: Any) -> None:
+        self.gateway, self.marks = gateway, {}
+
+    def chat(self, *args: Any, **kw: Any) -> TimedStream:
+        t0 = time.monotonic()
+        return TimedStream(self.gateway.chat(*args, **kw), self.marks, t0)
+
+    def stats(self) -> dict:
+        return self.gateway.stats()
+
+
+async def direct(gateway: Any, n: int, max_tokens: int) -> list[dict[str, Any]]:
+    from desktop.protocol import ChunkEvent, Done
+    from desktop.model.params import SamplingParams
+
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=1)
+
+    async def one(messages: list[dict[str, str]]) -> dict[str, Any]:
+        row: dict[str, Any] = {"ok": False}
+        t0 = time.monotonic()
+        try:
+            async for event in gateway.chat(messages, params):
+                if isinstance(event, ChunkEvent) and event.text_delta and "ttft_ms" not in row:
+                    row["ttft_ms"] = 1000 * (time.monotonic() - t0)
+                if isinstance(event, Done):
+                    row["ok"] = True
+            row["total_ms"] = 1000 * (time.monotonic() - t0)
+        except Exception as exc:  # noqa: BLE001
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        return row
+
+    return list(await asyncio.gather(*(one(m) for m in requests(n))))
+
+
+def make_gateway(model: str) -> Any:
+    from desktop.composition import worker_cores
+    from desktop.engine.gateway import Gateway
+    from desktop.settings import Settings
+    from desktop.workers.factory import make_hosts
+
+    settings = Settings(model_source=model)
+    hosts = make_hosts(settings.model_spec(), settings.worker_config(), 1, cores=worker_cores(), isolate=model != "tiny")
+    return Gateway(hosts, queue_max=256)
+
+
+async def through_api(url: str, n: int, max_tokens: int, one_by_one: bool) -> list[dict[str, Any]]:
+    """Run the clients' process against the server (serving on this loop meanwhile)."""
+    cmd = [sys.executable, __file__, "--clients-of", url, "--clients", str(n), "--max-tokens", str(max_tokens)]
+    proc = await asyncio.create_subprocess_exec(*cmd, *(["--one-by-one"] if one_by_one else []), stdout=subprocess.PIPE)
+    out, _ = await proc.communicate()
+    return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+
+
+def overheads(rows: list[dict[str, Any]], marks: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Per API request (ms): ttft (client), overhead (client TTFT − in-server TTFT), and its parts:
+    build (the openai client making the request), before (sent → the handler calls the gateway),
+    after (first chunk in the server → parsed by the client)."""
+    out: dict[str, list[float]] = {"ttft": [], "overhead": [], "build": [], "before": [], "after": []}
+    for row in rows:
+        if not (row.get("ok") and "t_first" in row):
+            continue
+        out["ttft"].append(1000 * (row["t_first"] - row["t0"]))
+        mark = marks.get(row.get("id", "").removeprefix("chatcmpl-"), [])
+        if len(mark) == 2:
+            out["overhead"].append(1000 * ((row["t_first"] - row["t0"]) - (mark[1] - mark[0])))
+            out["build"].append(1000 * (row["t_sent"] - row["t0"]))
+            out["before"].append(1000 * (mark[0] - row["t_sent"]))
+            out["after"].append(1000 * (row["t_first"] - mark[1]))
+    return out
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    from desktop.api.app import Engine, make_app
+    from desktop.api.server import ApiServer, ApiState
+
+    gw = make_gateway(args.model)
+    await gw.start()
+    if not await gw.wait_ready(900):
+        raise SystemExit("The model did not load.")
+    timed = TimedGateway(gw)
+    server = ApiServer(lambda key, local_only: make_app(lambda: Engine(timed, args.model), key=key, local_only=local_only))
+    status = await server.start("127.0.0.1", 0)
+    assert status.state is ApiState.LISTENING, status
+    n = args.clients
+    try:
+        await direct(gw, 2, args.max_tokens)  # warm-up: first-call costs and the system prompt's cache
+        t = time.monotonic()
+        direct_rows = await direct(gw, n, args.max_tokens)
+        direct_wall = time.monotonic() - t
+        api_rows = await through_api(status.url, n, args.max_tokens, one_by_one=False)
+        idle_rows = await through_api(status.url, args.idle, args.max_tokens, one_by_one=True)
+    finally:
+        await server.stop()
+        await gw.close()
+    burst, idle = overheads(api_rows, timed.marks), overheads(idle_rows, timed.marks)
+    ended = [r["t_end"] for r in api_rows if "t_end" in r]
+    api_wall = max(ended) - min(r["t0"] for r in api_rows) if ended else 0.0  # first request sent → last ended
+    direct_ttft = [r["ttft_ms"] for r in direct_rows if r["ok"] and "ttft_ms" in r]
+    lost_api, lost_direct = n - sum(r["ok"] for r in api_rows), n - sum(r["ok"] for r in direct_rows)
+    return {
+        "model": args.model, "clients": n, "max_tokens": args.max_tokens, "quick": args.quick,
+        "lost": lost_api + lost_direct, "lost_api": lost_api, "lost_direct": lost_direct,
+        "api_overhead_ms_p50": pct(burst["overhead"], 50), "api_overhead_ms_p99": pct(burst["overhead"], 99),
+        "overhead_parts_ms_p50": {k: pct(burst[k], 50) for k in ("build", "before", "after")},
+        "api_overhead_idle_ms_p50": pct(idle["overhead"], 50),
+        "overhead_parts_idle_ms_p50": {k: pct(idle[k], 50) for k in ("build", "before", "after")},
+        "ttft_api_ms_p50": pct(burst["ttft"], 50), "ttft_api_ms_p99": pct(burst["ttft"], 99),
+        "ttft_direct_ms_p50": pct(direct_ttft, 50), "ttft_direct_ms_p99": pct(direct_ttft, 99),
+        "wall_api_s": round(api_wall, 2), "wall_direct_s": round(direct_wall, 2),
+        "errors": sorted({r["error"] for r in api_rows + idle_rows + direct_rows if "error" in r})[:3],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="default", help="default (the embedded model, as the app runs it) or tiny")
+    p.add_argument("--quick", action="store_true", help="fewer tokens per reply (8 instead of 32)")
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--remote", default=None, metavar="URL",
+                   help="an OpenAI-compatible server for the two-turn cache test (default: llama.cpp started here)")
+    p.add_argument("--no-remote", action="store_true", help="skip the two-turn remote test")
+    p.add_argument("--idle", type=int, default=10, help="requests sent one at a time after the burst")
+    p.add_argument("--clients-of", default=None, help=argparse.SUPPRESS)  # the client process's mode
+    p.add_argument("--one-by-one", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    args.max_tokens = args.max_tokens or (8 if args.quick else 32)
+    if args.clients_of:
+        asyncio.run(clients(args.clients_of, args.clients, args.max_tokens, args.one_by_one))
+        return
+    import torch
+
+    torch.set_num_threads(1)  # this process's own torch (the tiny model's thread worker)
+    result = asyncio.run(bench(args))
+    if not args.no_remote:
+        from remote import measure_remote  # bench/remote.py, beside this file
+
+        remote = measure_remote(args.remote)
+        result.update({"remote_url": remote["remote_url"], "remote_cached_tokens_turn2": remote.get("remote_cached_tokens_turn2"),
+                       "remote": {k: v for k, v in remote.items() if k != "remote_url"}})
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""The FastAPI app: /v1/models, /v1/chat/completions (JSON or server-sent events), /metrics and
+/health. Every chat goes through the gateway of the moment (as the window's chats do), so API
+clients queue, route by history hash and reuse the KV cache; errors keep OpenAI's JSON shape."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException
+
+from desktop.api import schemas
+from desktop.api.errors import ApiError, from_exception, no_model
+from desktop.api.metrics import Metrics
+from desktop.api.middleware import CountResponses, LocalHostOnly
+from desktop.api.replies import reply_events, reply_json
+from desktop.errors import OmnideskError, QueueFullError
+from desktop.model.params import SamplingParams
+
+log = logging.getLogger(__name__)
+OWNER = "omnidesk"
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """What the API serves with at one moment: the current gateway (desktop.engine.gateway.Gateway),
+    the loaded model's name, whether it reads images, and the app's sampling defaults."""
+
+    gateway: Any
+    model: str
+    supports_images: bool = False
+    defaults: SamplingParams = field(default_factory=SamplingParams)
+
+
+EngineSource = Callable[[], "Engine | None"]  # None: no model can answer now
+
+
+def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[[], bool] = lambda: False,
+             metrics: Metrics | None = None, local_only: bool = False) -> FastAPI:
+    """The ASGI app. `engine()` is read on every request, so the API follows model reloads;
+    `loading()` tells a model on its way (503 with Retry-After) from none; with `key`, every
+    request needs `Authorization: Bearer <key>`. `local_only` (served on loopback) refuses a Host
+    header that is not this computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS
+    rebinding) cannot use the API through the user's browser."""
+    app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None)
+
+    async def authorize(request: Request) -> None:
+        if key is None:
+            return
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), key.encode()):
+            raise ApiError(401, "Missing or incorrect API key: send it as 'Authorization: Bearer <key>' "
+                           "(the key is in Omnidesk's settings, Local API server).", code="invalid_api_key")
+
+    def current() -> Engine:
+        eng = engine()
+        if eng is None:
+            raise no_model(loading())
+        return eng
+
+    @app.get("/v1/models", dependencies=[Depends(authorize)])
+    async def models() -> dict[str, Any]:
+        eng = engine()
+        return {"object": "list", "data": [_model(eng.model)] if eng else []}
+
+    @app.get("/v1/models/{name:path}", dependencies=[Depends(authorize)])
+    async def model(name: str) -> dict[str, Any]:
+        eng = engine()
+        if eng is None or name != eng.model:
+            raise ApiError(404, f"The model {name!r} does not exist here; GET /v1/models lists the one loaded.",
+                           code="model_not_found", param="model")
+        return _model(eng.model)
+
+    @app.post("/v1/chat/completions", dependencies=[Depends(authorize)])
+    async def chat(body: schemas.ChatRequest, request: Request) -> Response:
+        eng = current()
+        body.refuse_unsupported()
+        messages = body.chat_messages(eng.supports_images, eng.model)
+        params = body.params(eng.defaults)
+        try:
+            stream = eng.gateway.chat(messages, params, origin="api")
+        except QueueFullError as err:
+            raise from_exception(err, retry_after_s=retry_after(eng.gateway)) from None
+        cid, created = f"chatcmpl-{stream.request_id}", int(time.time())
+        if body.stream:
+            usage = bool((body.stream_options or {}).get("include_usage"))
+            return StreamingResponse(reply_events(stream, cid, eng.model, created, usage), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return JSONResponse(await reply_json(stream, request, cid, eng.model, created))
+
+    @app.get("/metrics", dependencies=[Depends(authorize)])
+    async def prometheus() -> Response:
+        if metrics is None:
+            raise ApiError(404, "Metrics are not enabled.", code="not_found")
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    @app.get("/health", dependencies=[Depends(authorize)])
+    async def health() -> dict[str, Any]:
+        eng = engine()
+        return {"status": "ok" if eng else "loading" if loading() else "no_model", "model": eng.model if eng else None}
+
+    _handlers(app)
+    if local_only:
+        app.add_middleware(LocalHostOnly)
+    if metrics is not None:
+        app.add_middleware(CountResponses, metrics=metrics)
+    return app
+
+
+def retry_after(gateway: Any) -> float:
+    """Seconds until the queue should have room: its length × the mean service time ÷ capacity."""
+    try:
+        stats = gateway.stats()
+        queue = stats["queue"]
+        capacity = sum(max(w.get("capacity", 1), 1) for w in stats["workers"]) or 1
+        return max(1.0, math.ceil(queue["length"] * queue["service_avg_s"] / capacity))
+    except Exception:  # never let a hint turn a 429 into a 500
+        return 1.0
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": OWNER}
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, err: ApiError) -> JSONResponse:
+        return err.response()
+
+    @app.exception_handler(OmnideskError)
+    async def engine_error(_: Request, err: OmnideskError) -> JSONResponse:
+        return from_exception(err, retry_after_s=1.0 if err.retryable else None).response()
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_body(_: Request, err: RequestValidationError) -> JSONResponse:
+        first = (err.errors() or [{}])[0]
+        where = [str(p) for p in first.get("loc", ()) if p != "body"]
+        what = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
+        message = f"{'.'.join(where)}: {what}" if where else f"The request body is not valid: {what}"
+        return ApiError(400, message, param=".".join(where) or None).response()
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, err: HTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code)
+        message = f"{request.method} {request.url.path}: {err.detail}" if code else str(err.detail)
+        return ApiError(err.status_code, message, code=code).response()
+
+    @app.exception_handler(Exception)
+    async def crash(_: Request, err: Exception) -> JSONResponse:
+        log.exception("The API failed on a request")
+        return ApiError(500, f"Internal error: {type(err).__name__}: {err}", type="server_error").response()
