@@ -35,8 +35,8 @@ class ChatRecording:
     def observe(self, reply: Any) -> None:
         """A reply to `reply.conv` starts: record its user message and follow the reply."""
         self.close_idle()
-        if not self.enabled():
-            self.close(reply.conv.id)
+        if not self.enabled():  # turned off: whatever was open ends now
+            self.close_all()
             return
         rec = self._session(reply.conv)
         rec.turn += 1
