@@ -51,6 +51,7 @@ class Composition(QObject):
 
     engine_state = Signal(str)
     quit_requested = Signal()
+    recording_status = Signal(str)  # from the recorder's threads (replay progress, clean-up) → the status bar
 
     def __init__(self, app: QApplication, settings: Settings, *, warning: str | None = None,
                  settings_path: Path | None = None) -> None:
@@ -68,6 +69,7 @@ class Composition(QObject):
         self.settings_dialog: QDialog | None = None
         self.voice: Any = None  # desktop.engine.voice.Voice, built with the chat page
         self.call_page: Any = None  # desktop.ui.call.page.CallPage
+        self.recordings: Any = None  # desktop.recording.service.Recordings
         self._boot_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
@@ -82,6 +84,7 @@ class Composition(QObject):
         window = self.window = MainWindow(self.settings, self.snapshot, lambda rid: self.proxy.cancel(rid))
         window.settings_requested.connect(self.open_settings)
         window.closed.connect(self._window_closed)
+        self.recordings = self._make_recordings()
         self.chat_page = self._make_chat_page()
         window.set_chat_page(self.chat_page)
         self.call_page = self._make_call_page()
@@ -90,6 +93,8 @@ class Composition(QObject):
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self._boot_task = self.spawn(self._boot())
+        if self.recordings is not None:  # at start, then hourly (cancelled with the other tasks at shutdown)
+            self.spawn(self.recordings.retention_loop())
         presets = getattr(self.chat_page, "presets", None)
         notices = [n for n in (self._warning, getattr(self.store, "notice", None),  # files set aside
                                getattr(presets, "notice", None)) if n]
@@ -253,6 +258,8 @@ class Composition(QObject):
             log.exception("The chat page could not be built")
             return ComingSoonPage("chat", "Chat is unavailable", f"The chat page could not be loaded: {exc}. "
                                   "The details are in the log file (Help → Open log folder).")
+        if self.recordings is not None:
+            page.reply_observers.append(self.recordings.chats.observe)
         page.conversation_changed.connect(self._conversation_changed)
         page.voice_toggled.connect(self._voice_toggled)
         return page
@@ -263,13 +270,28 @@ class Composition(QObject):
             from desktop.engine.call_state import CallMode
             from desktop.ui.call.page import CallPage
 
-            calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings)
+            calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings, recordings=self.recordings,
+                                model=lambda: self.model_name)
             page = CallPage(calls.start, calls.mic_status)
+            calls.on_recording = page.recording.emit  # a Qt signal: safe from the recorder's threads
             page.set_mode(CallMode(self.settings.call_mode))
             return page
         except Exception:  # the placeholder stays: calls are unavailable, chat goes on
             log.exception("The call page could not be built")
             return None
+
+    def _make_recordings(self) -> Any:
+        """Recordings (calls, chats when on, replays, retention); None if they cannot work."""
+        try:
+            from desktop.recording.service import Recordings
+
+            recordings = Recordings(lambda: self.settings, status=self.recording_status.emit)
+        except Exception:  # no recordings: the rest of the app goes on
+            log.exception("Recordings are unavailable")
+            return None
+        if self.window is not None:
+            self.recording_status.connect(self.window.show_message)
+        return recordings
 
     def _voice_toggled(self, on: bool) -> None:
         self.settings.voice_enabled = on
@@ -316,6 +338,8 @@ class Composition(QObject):
             if window.isVisible():
                 window.close()
         await self._stop_engine()
+        if self.recordings is not None:  # the chat sessions' last lines; the call's closed when it ended
+            await asyncio.to_thread(self.recordings.close)
         if self.voice is not None:
             if hasattr(self.chat_page, "set_voice"):
                 self.chat_page.set_voice(None)

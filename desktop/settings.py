@@ -60,7 +60,8 @@ class Settings(BaseModel):
     call_mode: Literal["duplex", "turns", "push_to_talk"] = "duplex"
     call_idle_timeout_s: float = Field(300.0, ge=10.0, le=86_400.0)  # a silent call ends after this
     # recording
-    recording_enabled: bool = False
+    recording_enabled: bool = True  # calls are recorded (a "● Recording" sign shows it)
+    record_chats: bool = False  # chats too
     retention_days: int = Field(30, ge=1, le=3650)
     max_storage_gb: float = Field(5.0, gt=0.0, le=10_000.0)
     # local API server
