@@ -9,9 +9,10 @@ import json
 import logging
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def build_stereo(folder: Path, chunks: list[dict[str, Any]], rate: int, progress
     part = out_path.with_name(out_path.name + PART)
     active: list[tuple[int, np.ndarray, int]] = []  # (start sample, samples at `rate`, channel)
     nxt = 0
-    with soundfile.SoundFile(part, "w", rate, 2, "PCM_16", format="WAV") as out:
+    with _removed_on_error(part), soundfile.SoundFile(part, "w", rate, 2, "PCM_16", format="WAV") as out:
         for w0 in range(0, max(total, 1), window):
             w1 = min(w0 + window, total)
             while nxt < len(chunks) and int(round(float(chunks[nxt]["start"]) * rate)) < w1:
@@ -94,6 +95,16 @@ def build_stereo(folder: Path, chunks: list[dict[str, Any]], rate: int, progress
             progress(w1 / max(total, 1))
     os.replace(part, out_path)
     return out_path
+
+
+@contextmanager
+def _removed_on_error(part: Path) -> Iterator[None]:
+    """A half-built replay file does not stay behind (an error, or a cancel from `progress`)."""
+    try:
+        yield
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
 
 def _load(path: Path, rate: int) -> np.ndarray:
@@ -125,7 +136,7 @@ def build_video(folder: Path, frames: list[dict[str, Any]], audio: Path | None, 
     end_s = max(float(frames[-1]["start"]) + 1.0 / VIDEO_FPS, wav.frames / wav.samplerate if wav else 0.0)
     out_path = folder / REPLAY_VIDEO
     part = out_path.with_name(out_path.stem + ".part.mp4")  # the muxer picks the format by name
-    with av.open(str(part), "w") as box:
+    with _removed_on_error(part), av.open(str(part), "w") as box:
         vs = box.add_stream("libx264" if "libx264" in av.codecs_available else "mpeg4", rate=VIDEO_FPS)
         vs.width, vs.height, vs.pix_fmt = w, h, "yuv420p"
         vs.options = {"preset": "veryfast", "crf": "26"} if vs.codec_context.name == "libx264" else {}

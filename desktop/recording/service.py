@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -38,6 +39,7 @@ class Recordings:
         self.chats = ChatRecording(self._open_chat, lambda: self.settings().record_chats)
         self._replays = ThreadPoolExecutor(1, thread_name_prefix="omnidesk-replay")  # one at a time, in order
         self.last_freed: Freed | None = None
+        self._stopping = threading.Event()  # the app is closing: a replay being built gives up
 
     # ------------------------------------------------------------------ sessions
 
@@ -76,6 +78,8 @@ class Recordings:
             last = [-1]
 
             def progress(f: float) -> None:
+                if self._stopping.is_set():
+                    raise ReplayCancelled
                 pct = int(f * 100) // 10 * 10
                 if pct != last[0]:
                     last[0] = pct
@@ -84,6 +88,8 @@ class Recordings:
             try:
                 build_replay(folder, progress=progress)
                 self.status("The call's replay is ready (Recordings).")
+            except ReplayCancelled:
+                log.info("The replay of %s was left unbuilt (closing)", folder)
             except Exception as exc:  # a broken session must not stop the next one's replay
                 log.warning("The replay of %s could not be built: %s", folder, exc)
                 self.status(f"The call's replay could not be built: {exc}")
@@ -116,4 +122,9 @@ class Recordings:
                 fut.result(timeout)
             except Exception:
                 log.warning("A chat recording did not close in time")
-        self._replays.shutdown(wait=False, cancel_futures=False)
+        self._stopping.set()
+        self._replays.shutdown(wait=False, cancel_futures=True)
+
+
+class ReplayCancelled(Exception):
+    """Raised from a replay's progress callback to stop building it."""

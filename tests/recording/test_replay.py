@@ -80,3 +80,20 @@ def test_replay_mp4_has_video_and_audio(tmp_path):
     assert (pictures[36][:, :, 1].mean(axis=0) > 100).sum() >= 155
     meta = json.loads((rec.folder / "meta.json").read_text())
     assert meta["replay"] == {"audio": "replay.wav", "video": "replay.mp4"}
+
+
+def test_a_cancelled_replay_leaves_nothing_half_built(tmp_path):
+    rec = recorded(tmp_path, frames=True)
+
+    def progress(f: float) -> None:
+        if f > 0.6:  # inside the video
+            raise KeyboardInterrupt
+
+    try:
+        build_replay(rec.folder, progress=progress)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the cancel did not stop the build")
+    assert not list(rec.folder.glob("*.part*")) and not (rec.folder / "replay.mp4").exists()
+    assert json.loads((rec.folder / "meta.json").read_text())["replay"] == {"audio": None, "video": None}
