@@ -39,7 +39,7 @@ class AudioChunker:
             return
         with self._lock:
             if self.gated:
-                loud = float(np.max(np.abs(samples))) > SILENT_PEAK
+                loud = bool(samples.max() > SILENT_PEAK or samples.min() < -SILENT_PEAK)  # no temporary array
                 if not self._blocks and not loud:
                     return
             self._add(np.array(samples, dtype=np.float32, copy=True).reshape(-1), t)

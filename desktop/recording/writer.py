@@ -129,10 +129,11 @@ class SessionRecorder:
             self._lanes[track].submit(self._write_audio, track, index, blocks, start, rate, nbytes)
 
     def frame(self, image: np.ndarray, start: float) -> None:
-        """A camera frame (BGR uint8, as opencv has it) at session seconds `start`, as a JPEG."""
+        """A camera frame (BGR uint8, as opencv has it) at session seconds `start`, as a JPEG
+        (copied: a capture may reuse its buffer)."""
         index = self._take("frame", image.nbytes, 0.0)
         if index:
-            self._lanes["frame"].submit(self._write_frame, index, image, start, image.nbytes)
+            self._lanes["frame"].submit(self._write_frame, index, image.copy(), start, image.nbytes)
 
     def image(self, source: Path | bytes, turn: int, name: str = "image") -> None:
         """An image the user attached at `turn`: a file's path or its bytes, copied in."""
