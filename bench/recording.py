@@ -13,9 +13,10 @@
    or a core, can delay the call's threads by at most that much) — the worst turn. Also
    `bytes_per_min` written.
 2. A child process records a call-like stream in real time (20 ms microphone frames, speaker
-   blocks with speech and silence, timeline lines) and is killed with SIGKILL mid-call; the
-   folder is reopened: every listed file must read back, and `chunks_lost_after_kill` = chunks
-   handed to the recorder minus chunks listed (target ≤ 1). Its replay is built from what is left.
+   blocks with speech and silence, timeline lines) and is killed with SIGKILL mid-call (`--kills`
+   times, at different moments); each folder is reopened: every listed file must read back, and
+   `chunks_lost_after_kill` = chunks handed to the recorder minus chunks listed, the worst kill
+   (target ≤ 1). Its replay is built from what is left.
 
 The last line is JSON."""
 
@@ -174,7 +175,10 @@ async def run(args: argparse.Namespace) -> dict:
     in_path = [x for r in recs for x in r["in_path_ms"]]
     writer = [x for r in recs for x in r["writer_ms"]]
     flat = lambda runs: [x for run in runs for x in run if x is not None]  # noqa: E731
-    kill = killed_child(args.kill_after)
+    kills = [killed_child(args.kill_after + 0.37 * i) for i in range(args.kills)]  # at different moments of a chunk
+    kill = max(kills, key=lambda k: (k["chunks_lost_after_kill"], k["unreadable_after_kill"]))  # the worst
+    kill["kills"] = len(kills)
+    kill["replay_after_kill"] = all(k["replay_after_kill"] for k in kills)
     turns = sum(r["turns"] for r in recs)
     return {
         "rounds": args.rounds, "turns_per_call": args.turns, "model": args.model, "tts": args.tts,
@@ -202,6 +206,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reply-tokens", type=int, default=40)
     ap.add_argument("--kill-after", type=float, default=8.0, help="seconds the child records before SIGKILL")
+    ap.add_argument("--kills", type=int, default=3, help="child processes killed (the worst is reported)")
     ap.add_argument("--quick", action="store_true", help="3 turns, one round, espeak")
     args = ap.parse_args()
     if args.quick:

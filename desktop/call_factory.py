@@ -51,9 +51,9 @@ class CallFactory:
             untap()
             raise
         if self.recordings is not None:  # before the media thread: no frame goes unrecorded
-            try:
-                self.recordings.record_call(call, getattr(voice, "sink", None), model=self.model() or "",
-                                            on_state=self.on_recording)
+            try:  # its folder is made on a thread: a slow disk never holds up the window
+                await asyncio.to_thread(self.recordings.record_call, call, getattr(voice, "sink", None),
+                                        model=self.model() or "", on_state=self.on_recording)
             except Exception:  # never a reason for the call not to go on
                 log.exception("The call could not be recorded")
         threading.Thread(target=self._media, args=(call,), name="call-media", daemon=True).start()
