@@ -120,19 +120,39 @@ def _load(path: Path, rate: int) -> np.ndarray:
     return data
 
 
-def build_video(folder: Path, frames: list[dict[str, Any]], audio: Path | None, progress: Progress) -> Path:
-    """`replay.mp4`: the frames at VIDEO_FPS (each shown until the next) with the stereo audio."""
-    import av
+def _jpeg(path: Path) -> np.ndarray | None:
     import cv2
 
+    try:
+        return cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_COLOR)
+    except (OSError, ValueError, cv2.error):
+        return None
+
+
+def build_video(folder: Path, frames: list[dict[str, Any]], audio: Path | None, progress: Progress) -> Path | None:
+    """`replay.mp4`: the frames at VIDEO_FPS (each shown until the next) with the stereo audio;
+    None when no frame can be read."""
     frames = sorted(frames, key=lambda e: float(e["start"]))
-    first = cv2.imdecode(np.fromfile(folder / frames[0]["file"], np.uint8), cv2.IMREAD_COLOR)
-    h, w = (first.shape[0] // 2) * 2, (first.shape[1] // 2) * 2  # yuv420p needs even sizes
+    first = next((img for e in frames if (img := _jpeg(folder / e["file"])) is not None), None)
+    if first is None:
+        return None
     wav = None
     if audio is not None:
         import soundfile
 
         wav = soundfile.SoundFile(audio)
+    try:
+        return _mux(folder, frames, first, wav, progress)
+    finally:
+        if wav is not None:
+            wav.close()
+
+
+def _mux(folder: Path, frames: list[dict[str, Any]], first: np.ndarray, wav: Any, progress: Progress) -> Path:
+    import av
+    import cv2
+
+    h, w = (first.shape[0] // 2) * 2, (first.shape[1] // 2) * 2  # yuv420p needs even sizes
     end_s = max(float(frames[-1]["start"]) + 1.0 / VIDEO_FPS, wav.frames / wav.samplerate if wav else 0.0)
     out_path = folder / REPLAY_VIDEO
     part = out_path.with_name(out_path.stem + ".part.mp4")  # the muxer picks the format by name
@@ -149,7 +169,7 @@ def build_video(folder: Path, frames: list[dict[str, Any]], audio: Path | None, 
                 fi += 1  # frames[fi - 1] is the one to show now
             if fi > loaded:
                 loaded = fi
-                img = cv2.imdecode(np.fromfile(folder / frames[fi - 1]["file"], np.uint8), cv2.IMREAD_COLOR)
+                img = _jpeg(folder / frames[fi - 1]["file"])
                 if img is not None:  # an unreadable JPEG: the previous picture stays
                     image = img if img.shape[:2] == (h, w) else cv2.resize(img, (w, h))
             vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(image[:h, :w]), format="bgr24")
@@ -169,7 +189,5 @@ def build_video(folder: Path, frames: list[dict[str, Any]], audio: Path | None, 
         box.mux(vs.encode(None))
         if aus is not None:
             box.mux(aus.encode(None))
-    if wav is not None:
-        wav.close()
     os.replace(part, out_path)
     return out_path
