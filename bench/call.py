@@ -92,12 +92,19 @@ def silenced_at(blocks: list[tuple[float, float, float]], onset: float, hold_s: 
     return None
 
 
-async def run(args: argparse.Namespace) -> dict:
-    clock = RealClock()
+async def start_gateway(args: argparse.Namespace) -> Gateway:
     gw = Gateway([ThreadHost("w0", ModelSpec(args.model, args.dtype), WorkerConfig(num_slots=2), threads=args.threads)])
     await gw.start()
     if not await gw.wait_ready(timeout=300):
         raise SystemExit("The model did not load.")
+    return gw
+
+
+async def scripted_call(args: argparse.Namespace, gw: Gateway, on_call=None) -> dict:
+    """The script through one call on `gw` (real time, fake devices): returns the call, the truth
+    (what was said, when), the speaker's blocks and the barge-in onsets. `on_call(call, speaker)`
+    runs once the call has started, before its media thread (e.g. to record it)."""
+    clock = RealClock()
     speaker = FakeAudioOutput(clock, device_rate=48000, pre_roll_ms=120, record=args.echo)  # the loop reads it
     blocks: list[tuple[float, float, float]] = []
     speaker.on_played.append(lambda b, t: blocks.append((t, t + b.size / 48000, float(np.abs(b).max()) if b.size else 0.0)))
@@ -131,6 +138,8 @@ async def run(args: argparse.Namespace) -> dict:
             f"{clock.now() - t0:7.2f} {e.kind} {e.phase.value if e.phase else ''} {e.text[:60]!r}", file=sys.stderr, flush=True))
     await call.start()
     t_begin = clock.now()
+    if on_call is not None:
+        on_call(call, speaker)
     mic.start(thread=True)
     stop = threading.Event()
 
@@ -167,23 +176,41 @@ async def run(args: argparse.Namespace) -> dict:
     stop.set()
     if camera is not None:
         camera.close()
-    await gw.close()
     voice.close()
     speaker.close()
     mic.close()
+    seen = {"camera_fps": round(cam_fps, 2), "camera_fps_wanted": args.camera_fps,
+            "camera_fps_ratio": round(cam_fps / args.camera_fps, 3),
+            "frames_sampled_per_s": round(video.taken / call_s, 3)} if camera is not None else {}
+    return dict(call=call, truth=truth, blocks=blocks, onsets=onsets, speaker=speaker, canceller=canceller, camera=seen)
 
-    turns = call.turns
+
+def turn_rows(call: Call, truth: list[dict]) -> list[dict]:
+    """Per turn: the latency split (end of speech → first audio), ASR, TTFT, tokens, gaps."""
     rows = []
-    for k, (t, want) in enumerate(zip(turns, truth)):
+    for k, (t, want) in enumerate(zip(call.turns, truth)):
         eos = want["eos"]
-        row = dict(turn=k + 1, said=want["text"], heard_asr=t.user_text, asr_ms=t.asr_ms, ttft_ms=t.ttft_ms,
-                   cached=t.cached_tokens, new=t.new_tokens, kv=t.kv_tokens,
-                   eos_to_audio_ms=None if t.first_audio_t is None else (t.first_audio_t - eos) * 1000,
-                   vad_wait_ms=None if t.transcript_t is None or t.asr_ms is None else (t.transcript_t - eos) * 1000 - t.asr_ms,
-                   llm_ms=None if t.first_token_t is None or t.transcript_t is None else (t.first_token_t - t.transcript_t) * 1000,
-                   tts_ms=None if t.first_audio_t is None or t.first_token_t is None else (t.first_audio_t - t.first_token_t) * 1000,
-                   gaps=t.underruns, drift_ms=t.drift_ms, cut=t.heard is not None)
-        rows.append(row)
+        rows.append(dict(turn=k + 1, said=want["text"], heard_asr=t.user_text, asr_ms=t.asr_ms, ttft_ms=t.ttft_ms,
+                         cached=t.cached_tokens, new=t.new_tokens, kv=t.kv_tokens,
+                         eos_to_audio_ms=None if t.first_audio_t is None else (t.first_audio_t - eos) * 1000,
+                         vad_wait_ms=None if t.transcript_t is None or t.asr_ms is None else (t.transcript_t - eos) * 1000 - t.asr_ms,
+                         llm_ms=None if t.first_token_t is None or t.transcript_t is None else (t.first_token_t - t.transcript_t) * 1000,
+                         tts_ms=None if t.first_audio_t is None or t.first_token_t is None else (t.first_audio_t - t.first_token_t) * 1000,
+                         gaps=t.underruns, drift_ms=t.drift_ms, cut=t.heard is not None))
+    return rows
+
+
+async def run(args: argparse.Namespace) -> dict:
+    gw = await start_gateway(args)
+    try:
+        out = await scripted_call(args, gw)
+    finally:
+        await gw.close()
+    call, truth, blocks, onsets, speaker = out["call"], out["truth"], out["blocks"], out["onsets"], out["speaker"]
+    canceller = out["canceller"]
+    turns = call.turns
+    rows = turn_rows(call, truth)
+    for row in rows:
         print(json.dumps({k2: round(v, 1) if isinstance(v, float) else v for k2, v in row.items()}), flush=True)
     barge_ms = [(s - o) * 1000 if (s := silenced_at(blocks, o)) is not None else None for o in onsets]
     scripted = [r for r, w in zip(rows, truth) if not w.get("barge")]
@@ -209,9 +236,7 @@ async def run(args: argparse.Namespace) -> dict:
         "underruns": speaker.stats()["underruns"],
         "wer": word_error_rate(" ".join(w["text"] for w in truth), " ".join(t.user_text for t in turns)),
         "kv_tokens_last": rows[-1]["kv"] if rows else None,
-        **({"camera_fps": round(cam_fps, 2), "camera_fps_wanted": args.camera_fps,
-            "camera_fps_ratio": round(cam_fps / args.camera_fps, 3),
-            "frames_sampled_per_s": round(video.taken / call_s, 3)} if camera is not None else {}),
+        **out["camera"],
     }
 
 

@@ -20,11 +20,16 @@ PUMP_WAIT_S = 0.05  # the media thread waits this long for microphone frames bet
 
 
 class CallFactory:
-    """`sees_images()`: whether the loaded model takes images (then a video call's frames go to it)."""
+    """`recordings` (desktop.recording.service.Recordings, optional) records each call the settings
+    say to; `on_recording(text)` then hears "● Recording", a warning, or "" when it stops.
+    `sees_images()`: whether the loaded model takes images (then a video call's frames go to it)."""
 
-    def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings],
+    def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings], *,
+                 recordings: Any = None, model: Callable[[], str | None] = lambda: None,
                  sees_images: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
-        self.gateway, self.voice, self.settings, self.sees_images = gateway, voice, settings, sees_images
+        self.gateway, self.voice, self.settings = gateway, voice, settings
+        self.recordings, self.model, self.sees_images = recordings, model, sees_images
+        self.on_recording: Callable[[str], None] = lambda text: None
         self._asr: Any = None  # Whisper, loaded on the first call
         self._lock = threading.Lock()
 
@@ -69,6 +74,12 @@ class CallFactory:
             parts.mic.close()
             untap()
             raise
+        if self.recordings is not None:  # before the media thread: no frame goes unrecorded
+            try:  # its folder is made on a thread: a slow disk never holds up the window
+                await asyncio.to_thread(self.recordings.record_call, call, getattr(voice, "sink", None),
+                                        model=self.model() or "", on_state=self.on_recording)
+            except Exception:  # never a reason for the call not to go on
+                log.exception("The call could not be recorded")
         threading.Thread(target=self._media, args=(call,), name="call-media", daemon=True).start()
         return call
 

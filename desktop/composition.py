@@ -55,6 +55,7 @@ class Composition(QObject):
     engine_state = Signal(str)
     quit_requested = Signal()
     api_status = Signal(object)  # desktop.api.server.ApiStatus, each time the local API's state changes
+    recording_status = Signal(str)  # from the recorder's threads (replay progress, clean-up) → the status bar
 
     def __init__(self, app: QApplication, settings: Settings, *, warning: str | None = None,
                  settings_path: Path | None = None) -> None:
@@ -73,6 +74,7 @@ class Composition(QObject):
         self.voice: Any = None  # desktop.engine.voice.Voice, built with the chat page
         self.call_page: Any = None  # desktop.ui.call.page.CallPage
         self.recordings_page: QWidget | None = None  # desktop.ui.recordings.RecordingsPage
+        self.recordings: Any = None  # desktop.recording.service.Recordings
         self._boot_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
@@ -89,6 +91,7 @@ class Composition(QObject):
         window = self.window = MainWindow(self.settings, self.snapshot, lambda rid: self.proxy.cancel(rid))
         window.settings_requested.connect(self.open_settings)
         window.closed.connect(self._window_closed)
+        self.recordings = self._make_recordings()
         self.chat_page = self._make_chat_page()
         window.set_chat_page(self.chat_page)
         self.call_page = self._make_call_page()
@@ -102,6 +105,8 @@ class Composition(QObject):
         self._boot_task = self.spawn(self._boot())
         if self.settings.api_server_enabled:
             self.spawn(self.api.apply(self.settings))  # at once: it answers 503 until the model is up
+        if self.recordings is not None:  # at start, then hourly (cancelled with the other tasks at shutdown)
+            self.spawn(self.recordings.retention_loop())
         presets = getattr(self.chat_page, "presets", None)
         notices = [n for n in (self._warning, getattr(self.store, "notice", None),  # files set aside
                                getattr(presets, "notice", None)) if n]
@@ -280,6 +285,8 @@ class Composition(QObject):
             log.exception("The chat page could not be built")
             return ComingSoonPage("chat", "Chat is unavailable", f"The chat page could not be loaded: {exc}. "
                                   "The details are in the log file (Help → Open log folder).")
+        if self.recordings is not None:
+            page.reply_observers.append(self.recordings.chats.observe)
         page.conversation_changed.connect(self._conversation_changed)
         page.voice_toggled.connect(self._voice_toggled)
         return page
@@ -290,8 +297,10 @@ class Composition(QObject):
             from desktop.engine.call_state import CallMode
             from desktop.ui.call.page import CallPage
 
-            calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings)
+            calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings, recordings=self.recordings,
+                                model=lambda: self.model_name)
             page = CallPage(calls.start, calls.mic_status, cameras=calls, camera_fps=self.settings.camera_preview_fps)
+            calls.on_recording = page.recording.emit  # a Qt signal: safe from the recorder's threads
             page.set_mode(CallMode(self.settings.call_mode))
             return page
         except Exception:  # the placeholder stays: calls are unavailable, chat goes on
@@ -300,9 +309,11 @@ class Composition(QObject):
 
     def _make_recordings_page(self) -> QWidget | None:
         try:
+            from desktop.recording.paths import default_root
             from desktop.ui.recordings import RecordingsPage
 
-            return RecordingsPage(recordings_root, self._speaker)
+            root = self.recordings.root if self.recordings is not None else default_root()
+            return RecordingsPage(lambda: root, self._speaker)
         except Exception:  # the placeholder stays; the rest of the app goes on
             log.exception("The recordings page could not be built")
             return None
@@ -311,6 +322,19 @@ class Composition(QObject):
         """The app's speaker for the recordings viewer (None when there is no sound output)."""
         voice = self.voice
         return voice.sink if voice is not None and voice.available else None
+
+    def _make_recordings(self) -> Any:
+        """Recordings (calls, chats when on, replays, retention); None if they cannot work."""
+        try:
+            from desktop.recording.service import Recordings
+
+            recordings = Recordings(lambda: self.settings, status=self.recording_status.emit)
+        except Exception:  # no recordings: the rest of the app goes on
+            log.exception("Recordings are unavailable")
+            return None
+        if self.window is not None:
+            self.recording_status.connect(self.window.show_message)
+        return recordings
 
     def _voice_toggled(self, on: bool) -> None:
         self.settings.voice_enabled = on
@@ -358,6 +382,8 @@ class Composition(QObject):
                 window.close()
         await self.api.close()  # API clients get their answers cut before the engine goes
         await self._stop_engine()
+        if self.recordings is not None:  # the chat sessions' last lines; the call's closed when it ended
+            await asyncio.to_thread(self.recordings.close)
         if self.voice is not None:
             if hasattr(self.chat_page, "set_voice"):
                 self.chat_page.set_voice(None)
@@ -393,13 +419,6 @@ def worker_cores() -> int:
     """CPU threads for the model: all cores but one, which is left to the UI thread. On 2 cores,
     2 OpenMP threads next to a busy UI made decoding ~10× slower (bench/ui_latency.py)."""
     return max(1, (os.cpu_count() or 1) - 1)
-
-
-def recordings_root() -> Path:
-    """Where recordings live: <user data dir>/recordings (format v1)."""
-    from desktop.engine.conversations import data_dir
-
-    return data_dir() / "recordings"
 
 
 def sound_devices() -> list[str]:

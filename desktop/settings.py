@@ -91,7 +91,8 @@ class Settings(BaseModel):
     camera_frames_per_s: float = Field(1.0, ge=0.1, le=5.0)  # frames given to the model
     camera_max_frames: int = Field(16, ge=1, le=256)  # frames a call gives the model in all
     # recording
-    recording_enabled: bool = False
+    recording_enabled: bool = True  # calls are recorded (a "● Recording" sign shows it)
+    record_chats: bool = False  # chats too
     retention_days: int = Field(30, ge=1, le=3650)
     max_storage_gb: float = Field(5.0, gt=0.0, le=10_000.0)
     # local API server

@@ -1,7 +1,8 @@
 """A call as the app starts it (CallFactory), with real speech models: espeak speech through the
 fake microphone (the real one cannot open here), silero-vad, Whisper tiny.en with partials, the
 tiny LLM over a thread host, and the Voice speaking into the fake speaker. The user's sentence is
-understood, answered aloud in the call's session, and the call hangs up cleanly."""
+understood, answered aloud in the call's session, and the call hangs up cleanly; it is recorded
+(the setting's default) with the "● Recording" sign, and its folder is complete once it ends."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from desktop.media.fake_mic import FakeMicrophone
 from desktop.media.wer import word_error_rate
 from desktop.model.loader import ModelSpec
 from desktop.model.tts import EspeakTTS
+from desktop.recording.replay import read_timeline
+from desktop.recording.service import RECORDING, Recordings
 from desktop.settings import Settings
 from desktop.workers.config import WorkerConfig
 from desktop.workers.thread_host import ThreadHost
@@ -28,7 +31,7 @@ pytestmark = pytest.mark.speech_model
 SENTENCE = "Please tell me a short story about a red balloon."
 
 
-def test_a_spoken_sentence_is_understood_and_answered(monkeypatch):
+def test_a_spoken_sentence_is_understood_and_answered(monkeypatch, tmp_path):
     clock = RealClock()  # the fake devices play and capture in real time, as real ones do
     mic = FakeMicrophone(clock)
     monkeypatch.setattr("desktop.media.mic.Microphone", lambda device=None: mic)
@@ -40,8 +43,13 @@ def test_a_spoken_sentence_is_understood_and_answered(monkeypatch):
         gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
         await gw.start()
         assert await gw.wait_ready(timeout=60)
-        factory = CallFactory(gw, lambda: voice, lambda: Settings(call_idle_timeout_s=60.0))
+        settings = Settings(call_idle_timeout_s=60.0)
+        states: list[str] = []
+        factory = CallFactory(gw, lambda: voice, lambda: settings, recordings=Recordings(lambda: settings, tmp_path),
+                              model=lambda: "tiny")
+        factory.on_recording = states.append
         call = await factory.start(CallMode.DUPLEX)
+        assert states == [RECORDING]
         events = []
         call.listeners.append(events.append)
         mic.start(thread=True)
@@ -57,6 +65,13 @@ def test_a_spoken_sentence_is_understood_and_answered(monkeypatch):
         assert any(e.kind == "partial" for e in events) and any(e.kind == "assistant" for e in events)
         await call.end()
         assert call.phase is CallPhase.ENDED and events[-1].kind == "ended"
+        while states[-1] != "":  # the recording closes after the call's end
+            assert time.monotonic() < deadline + 10
+            await asyncio.sleep(0.02)
+        (folder,) = tmp_path.glob("*-call-*")
+        lines = read_timeline(folder)
+        assert [e["text"] for e in lines if e["kind"] == "user_text"] == [turn.user_text]
+        assert lines[-1]["kind"] == "end" and any(e["kind"] == "audio" and e["track"] == "ai" for e in lines)
         await gw.close()
         voice.close()
         speaker.close()

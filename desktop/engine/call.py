@@ -138,6 +138,9 @@ class Call:
         self.session_id: str | None = None
         self.turns: list[TurnMetrics] = []
         self.listeners: list[Callable[[CallEvent], None]] = []
+        # Observers of the raw microphone (samples, clock time of the first one), before echo
+        # cancellation, on the media thread; they must only copy (e.g. the recorder's chunker).
+        self.frame_taps: list[Callable[[np.ndarray, float], None]] = []
         self._lock = threading.RLock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reply = _Reply()
@@ -189,6 +192,11 @@ class Call:
         if t - self._last_level >= LEVEL_EVERY_S:
             self._last_level = t
             self._emit(CallEvent("level", value=level))
+        for tap in self.frame_taps:
+            try:
+                tap(samples, t)
+            except Exception:  # an observer's bug must not cost the call a frame
+                log.exception("microphone tap failed")
         clean = self.canceller.process(samples, t) if self.canceller is not None else samples
         self._remember(clean)
         playing = self.state.phase is CallPhase.SPEAKING and self.state.mode is CallMode.DUPLEX

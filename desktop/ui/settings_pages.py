@@ -219,19 +219,24 @@ class RecordingPage(Page):
         self.enabled.setChecked(s.recording_enabled)
         self.add("", "recording_enabled", self.enabled, "Recordings stay on this computer; "
                  "you can replay them in the session viewer.")
+        self.chats = QCheckBox("Record &chats too (your messages, images and the replies)")
+        self.chats.setChecked(s.record_chats)
+        self.add("", "record_chats", self.chats)
         self.days = int_spin("retention_days", " days", 7)
         self.days.setValue(s.retention_days)
         self.add("&Keep recordings for:", "retention_days", self.days, "Older recordings are deleted.")
         self.gb = float_spin("max_storage_gb", 1, 1.0, " GB")
         self.gb.setValue(s.max_storage_gb)
         self.add("&Use at most:", "max_storage_gb", self.gb, "Beyond this, the oldest recordings are deleted first.")
-        self.enabled.toggled.connect(self._sync)
-        self._sync(s.recording_enabled)
+        self.enabled.toggled.connect(lambda _on: self._sync())
+        self.chats.toggled.connect(lambda _on: self._sync())
+        self._sync()
 
-    def _sync(self, on: bool) -> None:
+    def _sync(self) -> None:
+        on = self.enabled.isChecked() or self.chats.isChecked()
         self.days.setEnabled(on)
         self.gb.setEnabled(on)
 
     def values(self) -> dict[str, object]:
-        return {"recording_enabled": self.enabled.isChecked(), "retention_days": self.days.value(),
-                "max_storage_gb": self.gb.value()}
+        return {"recording_enabled": self.enabled.isChecked(), "record_chats": self.chats.isChecked(),
+                "retention_days": self.days.value(), "max_storage_gb": self.gb.value()}

@@ -7,12 +7,10 @@ and the session keeps only what was heard; the next turn extends the same sessio
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber
 from gw_helpers import run
 
 from desktop.engine.call import Call, CallEvent
@@ -27,88 +25,7 @@ from desktop.model.tts import EspeakTTS
 from desktop.workers.config import WorkerConfig
 from desktop.workers.thread_host import ThreadHost
 
-RATE, FRAME = 16000, 320
 SPEAKER_RATE = 22050
-
-
-@dataclass
-class Frames:
-    samples: np.ndarray
-    times: np.ndarray
-    levels: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.times)
-
-
-class ScriptedMic:
-    """Frames pushed by the test, stamped with the virtual clock's time."""
-
-    sample_rate = RATE
-
-    def __init__(self, clock: VirtualClock) -> None:
-        self.clock, self.pending, self.closed = clock, [], False
-
-    def start(self) -> None:
-        pass
-
-    def push(self, loud: bool) -> None:
-        x = (np.random.default_rng(len(self.pending)).standard_normal(FRAME) * (0.3 if loud else 0.0)).astype(np.float32)
-        self.pending.append((x, self.clock.now()))
-
-    def read(self, max_frames=None, timeout: float = 0.0) -> Frames:
-        got, self.pending = self.pending, []
-        if not got:
-            return Frames(np.zeros((0, FRAME), np.float32), np.zeros(0), np.zeros(0, np.float32))
-        return Frames(np.stack([g[0] for g in got]), np.array([g[1] for g in got]),
-                      np.array([-10.0 if np.any(g[0]) else -100.0 for g in got], np.float32))
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class EnergyDetector:
-    """Speech = a frame with energy; the end after `hang` quiet frames."""
-
-    def __init__(self, hang: int = 10) -> None:
-        self.hang, self.speaking, self.quiet, self.last = hang, False, 0, 0.0
-        self.voiced = False
-
-    def feed(self, samples, t):
-        self.voiced = bool(np.any(samples))
-        if self.voiced:
-            self.quiet, self.last = 0, t + FRAME / RATE
-            if not self.speaking:
-                self.speaking = True
-                return [("start", t)]
-        elif self.speaking:
-            self.quiet += 1
-            if self.quiet >= self.hang:
-                self.speaking = False
-                return [("end", self.last)]
-        return []
-
-    def reset(self) -> None:
-        self.speaking = False
-
-
-class ScriptedTranscriber:
-    def __init__(self, texts: list[str]) -> None:
-        self.texts, self.began, self.fed = list(texts), 0, 0
-
-    def begin(self, pre_roll, on_partial) -> None:
-        self.began += 1
-        on_partial("…")
-
-    def feed(self, samples, voiced) -> None:
-        self.fed += samples.size
-
-    def finish(self, on_text) -> None:
-        text = self.texts.pop(0)
-        threading.Thread(target=on_text, args=(text, 12.5)).start()
-
-    def cancel(self) -> None:
-        pass
 
 
 def test_a_call_answers_aloud_is_cut_by_speech_and_keeps_what_was_heard():

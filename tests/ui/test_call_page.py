@@ -402,3 +402,26 @@ def test_main_window_takes_the_call_page(qtbot, aloop):
     window.set_call_page(other)
     assert window.pages["call"] is other and window.stack.currentWidget() is other
     assert window.stack.count() == 4 and window.current_page == "call"
+
+
+def test_the_recording_sign_and_a_recording_warning(make_page, aloop, screenshot):
+    owner = Owner()
+    page = make_page(owner)
+    call = started(aloop, page, owner)
+    assert not page.rec_label.isVisible()
+    threading.Thread(target=page.recording.emit, args=("● Recording",)).start()  # as the recorder does
+    settle(aloop)
+    assert page.rec_label.isVisible() and page.rec_label.text() == "● Recording"
+    screenshot(page, "call_recording")
+    warning = "Recording stopped: the disk is full. The call goes on; what was recorded so far is kept."
+    page.recording.emit(warning)
+    settle(aloop)
+    assert not page.rec_label.isVisible() and page.notice.error and page.notice.text == warning
+    assert page.stage is Stage.IN_CALL  # the call goes on
+    screenshot(page, "call_recording_stopped")
+    page.recording.emit("● Recording")
+    settle(aloop)
+    page.controls.call_button.click()
+    call.emit(CallEvent("phase", phase=CallPhase.ENDED))
+    settle(aloop, page)
+    assert page.stage is Stage.IDLE and not page.rec_label.isVisible()

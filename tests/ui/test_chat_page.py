@@ -325,3 +325,29 @@ def test_a_message_no_request_may_carry_stays_in_the_composer(tmp_path, qtbot, m
     assert page.composer.edit.toPlainText() == "eleven char"
     assert not page.conv.messages and not store.list() and not page.busy
     assert said and "11 characters" in said[-1] and "10" in said[-1]
+
+
+def test_a_reply_observer_sees_each_reply_and_chats_get_recorded(page, aloop, tmp_path):
+    from desktop.recording.chat_hook import ChatRecording
+    from desktop.recording.replay import read_timeline
+    from desktop.recording.writer import SessionRecorder
+
+    opened: list[SessionRecorder] = []
+    chats = ChatRecording(lambda title: opened.append(SessionRecorder(tmp_path / "rec", "chat", title=title)) or opened[-1],
+                          lambda: True)
+    page.reply_observers.append(chats.observe)
+    page.reply_observers.insert(0, lambda reply: 1 / 0)  # a broken observer costs nothing but a log line
+    aloop.run(say(page, "Say something long"))
+    aloop.run(say(page, "And more"))
+    for fut in chats.close_all():
+        fut.result(10)
+    conv = page.store.get(page.current_conversation_id)
+    events = read_timeline(opened[0].folder)
+    assert len(opened) == 1 and opened[0].meta["title"] == conv.title
+    assert [e["text"] for e in events if e["kind"] == "user_text"] == ["Say something long", "And more"]
+    answers = [e["text"] for e in events if e["kind"] == "assistant_text"]
+    assert answers == [conv.messages[1].content, conv.messages[3].content]
+    deltas = "".join(e["text"] for e in events if e["kind"] == "assistant_delta" and e["turn"] == 1)
+    assert deltas == conv.messages[1].content
+    metrics = [e for e in events if e["kind"] == "turn_metrics"]
+    assert metrics[1]["cached_tokens"] == conv.messages[3].stats["cached_tokens"] > 0

@@ -42,6 +42,7 @@ class CallPage(QWidget):
     before the engine closes: it hangs up."""
 
     status = Signal(str)
+    recording = Signal(str)  # from any thread: "● Recording", a warning (recording stopped) or "" (not recording)
     _event = Signal(object)  # (call, CallEvent) from the call's threads to this (Qt) thread
 
     def __init__(self, start_call: StartCall, mic_status: MicStatus, parent: QWidget | None = None, *,
@@ -60,6 +61,10 @@ class CallPage(QWidget):
         self.indicator = PhaseIndicator()
         self.clock = QLabel()
         self.clock.setStyleSheet(f"color: {muted(self).name()};")
+        self.rec_label = QLabel()
+        self.rec_label.setObjectName("recordingIndicator")
+        self.rec_label.setStyleSheet("color: #d93025; font-weight: 600;")
+        self.rec_label.hide()
         self.meter = LevelMeter()
         self.meter.setMinimumWidth(90)
         self.meter.setMaximumWidth(220)
@@ -84,6 +89,7 @@ class CallPage(QWidget):
         header.setSpacing(12)
         header.addWidget(self.indicator)
         header.addWidget(self.clock)
+        header.addWidget(self.rec_label)
         header.addStretch(1)
         mic = QLabel("Microphone")
         mic.setStyleSheet(f"color: {muted(self).name()};")
@@ -131,6 +137,7 @@ class CallPage(QWidget):
         c.talk.released.connect(self.ptt.release)
         self.camera.button.clicked.connect(self._camera_clicked)
         self._event.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
+        self.recording.connect(self._show_recording, Qt.ConnectionType.QueuedConnection)
         keys = {shortcuts.sequence("call"), QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Return)}
         for seq in keys:  # Enter is Return and the keypad's Enter alike (see shortcuts.py)
             sc = QShortcut(seq, self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -247,6 +254,7 @@ class CallPage(QWidget):
         self.ptt.forget()
         self._close_camera(call)
         self.call, self.stage = None, Stage.IDLE
+        self.rec_label.hide()
         self._tick.stop()
         self.meter.reset()
         self.transcript.log.drop_partial()
@@ -257,6 +265,17 @@ class CallPage(QWidget):
             after = f"after {minutes / 60:.0f} minutes" if minutes and minutes >= 120 else "after a while"
             self.notice.show_info(f"The call ended: nobody spoke {after}.")
         self.status.emit("Call ended")
+
+    def _show_recording(self, text: str) -> None:
+        """The recording sign beside the call's clock; a warning when recording had to stop."""
+        if text.startswith("●") or not text:
+            self.rec_label.setText(text)
+            self.rec_label.setToolTip("This call is being recorded (Settings → Recording)." if text else "")
+            self.rec_label.setVisible(bool(text))
+            return
+        self.rec_label.hide()
+        self.notice.show_error(text)
+        self.status.emit(text)
 
     def _listener(self, call: Any) -> Callable[[CallEvent], None]:
         def listen(event: CallEvent) -> None:  # the call's threads

@@ -42,6 +42,8 @@ class ChatPage(PageActions, QWidget):
         super().__init__(parent)
         self.gateway, self.store, self.settings = gateway, store, settings
         self.presets = presets if presets is not None else PresetStore(store.root.parent)
+        # Called with each engine Reply as it starts (on this thread), e.g. the chat recorder.
+        self.reply_observers: list[Callable[[Any], None]] = []
         self.turns = Turns(self)
         self.tasks = self.turns.tasks
         self._busy = False

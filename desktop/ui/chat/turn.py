@@ -6,6 +6,7 @@ others turn a spinner in the conversation list. Tasks keeps strong references to
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from typing import TYPE_CHECKING, Any, Coroutine
 
@@ -18,6 +19,7 @@ from desktop.ui.chat.notice import eta_text, friendly
 if TYPE_CHECKING:
     from desktop.ui.chat.page import ChatPage
 
+log = logging.getLogger(__name__)
 REPLYING = "Replying…"  # a replying conversation's line in the list
 
 
@@ -58,6 +60,11 @@ class Turns:
         self._replies[conv.id] = reply
         self._notices.pop(conv.id, None)
         reply.listeners.append(self._on_reply)
+        for observe in page.reply_observers:
+            try:
+                observe(reply)
+            except Exception:  # an observer's bug (the recorder's) must not stop the reply
+                log.exception("reply observer failed")
         page.speech.silence()
         page.speech.follow(reply)  # after the bubble's listener: its request id is known by then
         self._mark_list()

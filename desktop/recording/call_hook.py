@@ -1,0 +1,129 @@
+"""Records a voice call through the hooks a Call and a speaker already offer: the raw microphone
+frames (`Call.frame_taps`) as the user track, what the speaker played (`on_played`) as the AI
+track, and the call's events (`Call.listeners`) as timeline lines. Nothing here blocks: audio is
+copied into chunkers, lines are queued on the recorder's lanes.
+
+Why the raw microphone and not the echo-cancelled one: it is what the user really said, in the
+room they said it in; the cancelled signal is the call's working copy (it mutes double talk and
+can hold artefacts), and a raw recording lets a bad turn be replayed to see what the VAD and ASR
+were given. The assistant's side comes from the speaker, so the echo in the user track is audible
+as such on replay (left/right apart)."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from typing import Any, Callable
+
+import numpy as np
+
+from desktop.recording.chunker import AudioChunker
+from desktop.recording.writer import SessionRecorder
+
+log = logging.getLogger(__name__)
+METRIC_FIELDS = ("eos_to_audio_ms", "first_sound_ms", "asr_ms", "ttft_ms", "cached_tokens", "new_tokens",
+                 "kv_tokens", "underruns", "drift_ms")
+
+
+class CallRecording:
+    """Feeds one call into `recorder`. `attach(call, speaker)` at the call's start; the call's
+    `ended` event (or `finish()`) flushes the last chunks and closes the recorder; `on_closed`
+    gets the closed recorder (e.g. to build its replay files)."""
+
+    def __init__(self, recorder: SessionRecorder, *, mic_rate: int = 16000,
+                 on_closed: Callable[[SessionRecorder], None] | None = None) -> None:
+        self.recorder, self.on_closed = recorder, on_closed
+        self.user = AudioChunker(self._chunk("user"), mic_rate)
+        self.ai: AudioChunker | None = None
+        self.turn = 0
+        self._answers: dict[int, tuple[str, str | None]] = {}  # turn → (assistant text, heard) not yet written
+        self._detach: list[Callable[[], None]] = []
+        self._closed: Future[SessionRecorder] | None = None
+
+    def attach(self, call: Any, speaker: Any = None) -> None:
+        """Tap `call` (listeners, frame_taps) and `speaker` (on_played; None: no AI track)."""
+        call.listeners.append(self.on_event)
+        call.frame_taps.append(self.on_mic)
+        self._detach += [lambda: _remove(call.listeners, self.on_event), lambda: _remove(call.frame_taps, self.on_mic)]
+        played = getattr(speaker, "on_played", None)
+        if played is not None:
+            self.ai = AudioChunker(self._chunk("ai"), int(speaker.device_rate), gated=True)
+            played.append(self.on_played)
+            self._detach.append(lambda: _remove(played, self.on_played))
+
+    # ------------------------------------------------------------------ taps (device threads)
+
+    def on_mic(self, samples: np.ndarray, t: float) -> None:
+        self.user.feed(samples, t)
+
+    def on_played(self, block: np.ndarray, t: float) -> None:
+        if self.ai is not None:
+            self.ai.feed(block, t)
+
+    def _chunk(self, track: str) -> Callable[[list[np.ndarray], float, int], None]:
+        def emit(blocks: list[np.ndarray], start: float, rate: int) -> None:
+            self.recorder.audio(track, blocks, self.recorder.at(start), rate)
+        return emit
+
+    # ------------------------------------------------------------------ the call's events (its threads)
+
+    def on_event(self, event: Any) -> None:
+        rec, kind = self.recorder, event.kind
+        if kind == "partial":
+            rec.event("user_partial", text=event.text, turn=self.turn + 1)
+        elif kind == "user":
+            self._close_turns()
+            self.turn += 1
+            rec.event("user_text", text=event.text, turn=self.turn)
+        elif kind == "assistant":
+            rec.event("assistant_delta", text=event.text, turn=self.turn)
+        elif kind == "cut":
+            rec.event("barge_in", turn=self.turn, heard=event.text)
+        elif kind == "metrics" and event.metrics is not None:
+            m = event.metrics
+            figures = {k: v for k in METRIC_FIELDS if (v := getattr(m, k, None)) is not None}
+            rec.event("turn_metrics", turn=m.turn, **{k: round(v, 2) if isinstance(v, float) else v
+                                                      for k, v in figures.items()})
+            self._answers[m.turn] = (m.assistant_text, m.heard)
+        elif kind == "error":
+            rec.event("note", text=event.text)
+        elif kind == "ended":
+            self.finish()
+
+    def _close_turns(self) -> None:
+        """The final assistant text of the turns that are over, once each (with `heard` when a
+        barge-in cut it: the metrics come again after the cut)."""
+        for turn, (text, heard) in sorted(self._answers.items()):
+            fields: dict[str, Any] = {"text": text, "turn": turn}
+            if heard is not None:
+                fields["heard"] = heard
+            self.recorder.event("assistant_text", **fields)
+        self._answers.clear()
+
+    def finish(self) -> Future[SessionRecorder]:
+        """Detach, write what is buffered and close the recorder (returns at once)."""
+        if self._closed is not None:
+            return self._closed
+        for undo in self._detach:
+            undo()
+        self.user.flush()
+        if self.ai is not None:
+            self.ai.flush()
+        self._close_turns()
+        self._closed = self.recorder.close()
+        if self.on_closed is not None:
+            callback = self.on_closed
+            self._closed.add_done_callback(lambda fut: _safe(callback, fut.result()))
+        return self._closed
+
+
+def _remove(items: list[Any], item: Any) -> None:
+    if item in items:
+        items.remove(item)
+
+
+def _safe(fn: Callable[[SessionRecorder], None], rec: SessionRecorder) -> None:
+    try:
+        fn(rec)
+    except Exception:
+        log.exception("after-recording step failed")

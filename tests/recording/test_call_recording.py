@@ -1,0 +1,126 @@
+"""A recorded voice call on a virtual clock (the fakes of tests/engine/test_call.py, the tiny model,
+espeak into the fake speaker): the raw microphone and what the speaker played become the two
+tracks, the call's text, barge-in and metrics the timeline. With a disk that fills up mid-call,
+one warning is given and the call goes on to its next turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+import soundfile
+from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber
+from gw_helpers import run
+from helpers import FullDisk
+
+from desktop.engine.call import Call
+from desktop.engine.call_state import CallPhase
+from desktop.engine.gateway import Gateway
+from desktop.engine.voice import Voice
+from desktop.media.clock import VirtualClock
+from desktop.media.fake_audio import FakeAudioOutput
+from desktop.model.loader import ModelSpec
+from desktop.model.params import SamplingParams
+from desktop.model.tts import EspeakTTS
+from desktop.recording.call_hook import CallRecording
+from desktop.recording.replay import build_replay, read_timeline
+from desktop.recording.writer import SessionRecorder
+from desktop.workers.config import WorkerConfig
+from desktop.workers.thread_host import ThreadHost
+
+SPEAKER_RATE = 22050
+
+
+@pytest.mark.parametrize("disk", ["fine", "full"])
+def test_a_recorded_call(tmp_path, disk):
+    warnings: list[str] = []
+
+    async def main() -> None:
+        clock = VirtualClock()
+        speaker = FakeAudioOutput(clock, device_rate=SPEAKER_RATE, pre_roll_ms=40)
+        speaker.start()
+        voice = Voice(lambda: EspeakTTS(rate_wpm=260), speaker, clock=clock)
+        gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
+        await gw.start()
+        assert await gw.wait_ready(timeout=60)
+        mic = ScriptedMic(clock)
+        call = Call(gw, mic, voice, EnergyDetector(), ScriptedTranscriber(["Tell me a story.", "Stop, another one."]),
+                    clock=clock, params=SamplingParams(max_tokens=40, ignore_eos=True))
+        rec = SessionRecorder(tmp_path, "call", clock=clock, ai_rate=16000, on_warning=warnings.append,
+                              disk=FullDisk(room=6) if disk == "full" else None)
+        recording = CallRecording(rec)
+        recording.attach(call, speaker)
+        await call.start()
+
+        async def frames(n: int, loud: bool) -> None:
+            for _ in range(n):
+                mic.push(loud)
+                clock.advance(FRAME / RATE)
+                speaker.pump()
+                call.pump()
+                await asyncio.sleep(0.002)
+
+        async def until(cond, limit: int = 1500) -> None:
+            for _ in range(limit):
+                if cond():
+                    return
+                await frames(1, False)
+            raise AssertionError(f"timed out at {call.phase}")
+
+        await frames(25, True)
+        await until(lambda: call.phase is CallPhase.SPEAKING)
+        await frames(40, False)
+        await frames(5, True)  # barge-in
+        first = call.turns[0]
+        for _ in range(400):
+            if first.heard is not None:
+                break
+            await frames(1, True)
+        await frames(10, False)
+        await until(lambda: call.phase is CallPhase.SPEAKING)
+        second = call.turns[1]
+        assert second.user_text == "Stop, another one." and second.cached_tokens > 0  # the call went on
+        await until(lambda: call.phase is CallPhase.LISTENING)
+        await call.end()
+        done = recording.finish().result(10)
+        assert done is rec and mic.closed
+        assert not call.frame_taps and recording.on_event not in call.listeners  # detached
+        assert recording.on_played not in speaker.on_played
+        await gw.close()
+        voice.close()
+        speaker.close()
+        return rec, first
+
+    rec, first = run(main(), timeout=120)
+    events = read_timeline(rec.folder)
+    if disk == "full":
+        assert len(warnings) == 1 and "disk is full" in warnings[0]
+        assert sum(e["kind"] == "audio" for e in events) <= 6
+        return
+    assert warnings == []
+    kinds = [e["kind"] for e in events]
+    assert kinds[-1] == "end" and {"user_partial", "assistant_delta", "turn_metrics", "audio"} <= set(kinds)
+    said = [(e["turn"], e["text"]) for e in events if e["kind"] == "user_text"]
+    assert said == [(1, "Tell me a story."), (2, "Stop, another one.")]
+    deltas = "".join(e["text"] for e in events if e["kind"] == "assistant_delta" and e["turn"] == 1)
+    assert deltas == first.assistant_text and first.heard
+    assert [e["heard"] for e in events if e["kind"] == "barge_in"] == [first.heard]
+    answers = {e["turn"]: e for e in events if e["kind"] == "assistant_text"}
+    assert answers[1]["heard"] == first.heard and answers[1]["text"] == first.assistant_text and 2 in answers
+    assert [e["kind"] for e in events].count("assistant_text") == 2  # once per turn
+    metrics = [e for e in events if e["kind"] == "turn_metrics" and e["turn"] == 1]
+    assert metrics and metrics[-1]["ttft_ms"] > 0 and metrics[-1]["eos_to_audio_ms"] > 0  # the last one is whole
+    user = [e for e in events if e["kind"] == "audio" and e["track"] == "user"]
+    ai = [e for e in events if e["kind"] == "audio" and e["track"] == "ai"]
+    end_t = events[-1]["t"]
+    assert abs(sum(e["duration"] for e in user) - end_t) < 0.1  # the microphone, all of it
+    assert ai and {e["rate"] for e in ai} == {16000}
+    reply_start = rec.at(first.first_audio_t)  # clock time → session seconds
+    assert abs(ai[0]["start"] - reply_start) <= 0.05  # the speaker's first chunk begins with the reply
+    replay = build_replay(rec.folder)
+    data, rate = soundfile.read(replay.audio, dtype="float32")
+    loud_user = np.abs(data[: int(0.5 * rate), 0]).max()
+    assert loud_user > 0.1 and np.abs(data[: int(0.5 * rate), 1]).max() == 0  # left: the user's speech first
+    a0 = int(ai[0]["start"] * rate)
+    assert np.abs(data[a0: a0 + int(0.5 * rate), 1]).max() > 0.01  # right: the reply
