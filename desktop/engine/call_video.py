@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 RATE_HZ = 1.0
 PER_TURN = 2
@@ -19,8 +19,9 @@ MAX_SIDE = 448  # pixels: the longer side of a frame sent to the model (the proc
 
 class VideoFeed:
     """`tick(now)` from the call's media thread; `take()` when the user's turn ends; `camera` (with
-    `latest()`) is set when the user turns the camera on; `on` says whether the model gets its
-    frames (off: nothing is taken, frames kept so far are dropped)."""
+    `latest()`) is set when the user turns the camera on; `on`: frames are sampled (off: nothing
+    is taken, frames kept so far are dropped); `send`: the model gets them (a model that cannot
+    see images does not). `taps` get each sampled VideoFrame (a recording), on the media thread."""
 
     def __init__(self, camera: Any = None, rate_hz: float = RATE_HZ, per_turn: int = PER_TURN,
                  max_in_context: int = MAX_IN_CONTEXT, max_side: int = MAX_SIDE) -> None:  # fmt: skip
@@ -33,6 +34,8 @@ class VideoFeed:
         self._last_index = -1
         self._lock = threading.Lock()
         self._on = False
+        self.send = True
+        self.taps: list[Callable[[Any], None]] = []
         self.sent = 0  # images given to the session so far
         self.taken = 0  # frames sampled so far
 
@@ -59,11 +62,14 @@ class VideoFeed:
         frame = self.camera.latest()
         if frame is None or frame.index == self._last_index:
             return
-        data = frame.jpeg(max_side=self.max_side)  # ~2 ms for 640×480, on the media thread
+        for tap in list(self.taps):
+            tap(frame)
+        data = frame.jpeg(max_side=self.max_side) if self.send else b""  # ~2 ms for 640×480
         with self._lock:
             if not self._on:
                 return
-            self._frames.append(data)
+            if data:
+                self._frames.append(data)
             self._last_index = frame.index
             self.taken += 1
             self._next_t = (now if self._next_t is None else max(self._next_t, now - 1.0 / self.rate_hz)) + 1.0 / self.rate_hz

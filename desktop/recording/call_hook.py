@@ -45,6 +45,10 @@ class CallRecording:
         call.listeners.append(self.on_event)
         call.frame_taps.append(self.on_mic)
         self._detach += [lambda: _remove(call.listeners, self.on_event), lambda: _remove(call.frame_taps, self.on_mic)]
+        video = getattr(call, "video", None)
+        if video is not None:  # camera frames as the call samples them (1/s), while it is on
+            video.taps.append(self.on_frame)
+            self._detach.append(lambda: _remove(video.taps, self.on_frame))
         played = getattr(speaker, "on_played", None)
         if played is not None:
             self.ai = AudioChunker(self._chunk("ai"), int(speaker.device_rate), gated=True)
@@ -55,6 +59,11 @@ class CallRecording:
 
     def on_mic(self, samples: np.ndarray, t: float) -> None:
         self.user.feed(samples, t)
+
+    def on_frame(self, frame: Any) -> None:
+        self.recorder.frame(frame.image, self.recorder.at(frame.t))
+        if not self.recorder.meta.get("video"):
+            self.recorder.update_meta(video=True)
 
     def on_played(self, block: np.ndarray, t: float) -> None:
         if self.ai is not None:

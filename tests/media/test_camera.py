@@ -124,6 +124,13 @@ def test_the_call_takes_a_frame_per_second_while_on_and_within_its_limit():
     assert feed.take() == []
     feed.on = False
     assert not feed.on
+    seen: list = []
+    quiet = VideoFeed(StillCamera(), rate_hz=2.0)
+    quiet.on, quiet.send = True, False  # a model that cannot see: frames still sampled for taps
+    quiet.taps.append(seen.append)
+    for k in range(20):
+        quiet.tick(k * 0.1)
+    assert len(seen) == 4 and quiet.take() == []
 
 
 def test_user_content_puts_the_frames_before_the_text():

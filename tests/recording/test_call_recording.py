@@ -15,6 +15,8 @@ from gw_helpers import run
 from helpers import FullDisk
 
 from desktop.engine.call import Call
+from desktop.engine.call_video import VideoFeed
+from desktop.media.camera import VideoFrame
 from desktop.engine.call_state import CallPhase
 from desktop.engine.gateway import Gateway
 from desktop.engine.voice import Voice
@@ -32,6 +34,17 @@ from desktop.workers.thread_host import ThreadHost
 SPEAKER_RATE = 22050
 
 
+class Camera:
+    """A camera on the test's clock: a new 64×48 frame each time it is asked."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock, self.index = clock, -1
+
+    def latest(self) -> VideoFrame:
+        self.index += 1
+        return VideoFrame(np.full((48, 64, 3), (self.index * 40) % 255, np.uint8), self.clock.now(), self.index)
+
+
 @pytest.mark.parametrize("disk", ["fine", "full"])
 def test_a_recorded_call(tmp_path, disk):
     warnings: list[str] = []
@@ -45,8 +58,10 @@ def test_a_recorded_call(tmp_path, disk):
         await gw.start()
         assert await gw.wait_ready(timeout=60)
         mic = ScriptedMic(clock)
+        video = VideoFeed(Camera(clock), rate_hz=1.0)
+        video.on, video.send = True, False  # the camera is on; the tiny model cannot see images
         call = Call(gw, mic, voice, EnergyDetector(), ScriptedTranscriber(["Tell me a story.", "Stop, another one."]),
-                    clock=clock, params=SamplingParams(max_tokens=40, ignore_eos=True))
+                    clock=clock, params=SamplingParams(max_tokens=40, ignore_eos=True), video=video)
         rec = SessionRecorder(tmp_path, "call", clock=clock, ai_rate=16000, on_warning=warnings.append,
                               disk=FullDisk(room=6) if disk == "full" else None)
         recording = CallRecording(rec)
@@ -85,7 +100,7 @@ def test_a_recorded_call(tmp_path, disk):
         await call.end()
         done = recording.finish().result(10)
         assert done is rec and mic.closed
-        assert not call.frame_taps and recording.on_event not in call.listeners  # detached
+        assert not call.frame_taps and recording.on_event not in call.listeners and not video.taps  # detached
         assert recording.on_played not in speaker.on_played
         await gw.close()
         voice.close()
@@ -118,7 +133,11 @@ def test_a_recorded_call(tmp_path, disk):
     assert ai and {e["rate"] for e in ai} == {16000}
     reply_start = rec.at(first.first_audio_t)  # clock time → session seconds
     assert abs(ai[0]["start"] - reply_start) <= 0.05  # the speaker's first chunk begins with the reply
+    frames = [e for e in events if e["kind"] == "frame"]
+    assert len(frames) >= 2 and all((rec.folder / e["file"]).is_file() for e in frames)  # 1 a second
+    assert all(b["start"] - a["start"] >= 0.99 for a, b in zip(frames, frames[1:]))
     replay = build_replay(rec.folder)
+    assert replay.video is not None and replay.video.is_file()  # a video call: replay.mp4 too
     data, rate = soundfile.read(replay.audio, dtype="float32")
     loud_user = np.abs(data[: int(0.5 * rate), 0]).max()
     assert loud_user > 0.1 and np.abs(data[: int(0.5 * rate), 1]).max() == 0  # left: the user's speech first

@@ -77,7 +77,7 @@ def test_camera_on_in_a_call_preview_and_frames_to_the_model(qtbot, aloop, video
     cam = cams.opened[-1]
     assert button.isChecked() and button.text() == "Camera on" and page.camera.isVisible()
     assert "the assistant sees a frame a second" in page.camera.caption.text()
-    assert call.video.camera is cam and call.video.on
+    assert call.video.camera is cam and call.video.on and call.video.send
     qtbot.waitUntil(lambda: page.camera.preview.pixmap() is not None and not page.camera.preview.pixmap().isNull(), timeout=3000)
     first = page.camera._shown_index
     qtbot.waitUntil(lambda: page.camera._shown_index > first + 3, timeout=3000)  # it follows the camera
@@ -105,7 +105,7 @@ def test_preview_only_when_the_model_cannot_see(qtbot, aloop, video):
     call = started(aloop, page, owner)
     page.camera.button.click()
     settle(aloop, page)
-    assert "preview only" in page.camera.caption.text() and not call.video.on
+    assert "preview only" in page.camera.caption.text() and call.video.on and not call.video.send
     page.end()
     settle(aloop, page)
 

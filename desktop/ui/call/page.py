@@ -399,9 +399,9 @@ class CallPage(QWidget):
             camera.close()
             return
         video = getattr(call, "video", None)
-        sees = bool(self.cameras.sees_images()) and video is not None
+        sees = bool(self.cameras.sees_images())
         if video is not None:
-            video.camera, video.on = camera, sees
+            video.camera, video.send, video.on = camera, sees, True
         self.camera.show_camera(camera, sees, getattr(video, "rate_hz", 1.0))
         self.status.emit("Camera on")
 
