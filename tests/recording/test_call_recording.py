@@ -26,6 +26,8 @@ from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
 from desktop.model.tts import EspeakTTS
 from desktop.recording.call_hook import CallRecording
+from desktop.recording.library import scan
+from desktop.recording.reader import open_recording
 from desktop.recording.replay import build_replay, read_timeline
 from desktop.recording.writer import SessionRecorder
 from desktop.workers.config import WorkerConfig
@@ -143,3 +145,11 @@ def test_a_recorded_call(tmp_path, disk):
     assert loud_user > 0.1 and np.abs(data[: int(0.5 * rate), 1]).max() == 0  # left: the user's speech first
     a0 = int(ai[0]["start"] * rate)
     assert np.abs(data[a0: a0 + int(0.5 * rate), 1]).max() > 0.01  # right: the reply
+    # What the recorder wrote, read back by the viewer's side (format v1 on both ends).
+    opened = open_recording(rec.folder)
+    assert opened.problems == [] and [t.user_text for t in opened.turns] == ["Tell me a story.", "Stop, another one."]
+    assert opened.turns[0].heard == first.heard and opened.turns[0].barge_in_t is not None
+    assert opened.turns[0].assistant_text == first.assistant_text and opened.turns[0].metrics["ttft_ms"] > 0
+    assert len(opened.frames) == len(frames) and opened.user.duration == pytest.approx(end_t, abs=0.1)
+    (listed,) = scan(tmp_path)
+    assert listed.kind == "call" and listed.first_words == "Tell me a story." and listed.video and listed.complete
