@@ -13,6 +13,7 @@ import base64
 import binascii
 import hashlib
 import io
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -49,7 +50,10 @@ class ImageData:
         from PIL import Image, UnidentifiedImageError
 
         try:
-            with Image.open(io.BytesIO(data)) as img:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own limit below says it
+                img = Image.open(io.BytesIO(data))
+            with img:
                 fmt, (w, h) = img.format, img.size
                 if w * h > MAX_IMAGE_PIXELS:
                     raise InvalidRequest(f"{what} is {w}×{h} pixels; the limit is {MAX_IMAGE_PIXELS // 1_000_000} megapixels.")
@@ -57,7 +61,7 @@ class ImageData:
         except InvalidRequest:
             raise
         except (UnidentifiedImageError, Image.DecompressionBombError) as exc:
-            raise InvalidRequest(f"{what} is not an image this app can read (PNG, JPEG, WebP, GIF or BMP).") from exc
+            raise InvalidRequest(f"{what} is not an image, or in a format this app cannot read (use PNG, JPEG, WebP, GIF or BMP).") from exc
         except Exception as exc:  # truncated or corrupt files raise OSError, SyntaxError, ValueError …
             raise InvalidRequest(f"{what} is damaged and cannot be read ({exc}).") from exc
         if fmt not in FORMATS:
