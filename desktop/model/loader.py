@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [
-    "LoadedModel", "ModelSpec", "context_length", "converted_default_dir", "embedded_default_gguf",
+    "LoadedModel", "ModelSpec", "assemble", "context_length", "converted_default_dir", "embedded_default_gguf",
     "kv_bytes_per_token", "load_model",
 ]
 
@@ -118,9 +118,18 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
             model, tokenizer, processor = _load_vlm_folder(path, spec, report)
         else:
             model, tokenizer = _load_folder(path, spec, report)
+    loaded = assemble(model, tokenizer, name, spec.device, spec.dtype, processor)
+    log.info("Loaded %s (%s, %s) in %.2f s", name, spec.dtype, spec.device, time.perf_counter() - start)
+    report("Ready", 1.0)
+    return loaded
+
+
+def assemble(model: Any, tokenizer: Any, name: str, device: str, dtype: str, processor: Any = None) -> LoadedModel:
+    """A LoadedModel from a model in memory (eval mode, on `device`, in `dtype`) and its tokenizer,
+    plus its processor for a vision-language model; ModelLoadError where they cannot chat."""
     model.eval()
     with _load_errors(f"{name}'s model configuration"):
-        context, kv_bytes = context_length(model.config), kv_bytes_per_token(model.config, spec.dtype)
+        context, kv_bytes = context_length(model.config), kv_bytes_per_token(model.config, dtype)
     vision = None
     if processor is not None:
         from desktop.model.vision import Vision
@@ -131,10 +140,7 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
         template = ChatTemplate(tokenizer, vision=vision)
     except InvalidRequest as exc:  # the template refused even a one-message probe
         raise ModelLoadError(f"The chat template of {name} does not work: {exc.message}") from exc
-    loaded = LoadedModel(model, tokenizer, template, name, context, kv_bytes, spec.device, spec.dtype, vision)
-    log.info("Loaded %s (%s, %s) in %.2f s", name, spec.dtype, spec.device, time.perf_counter() - start)
-    report("Ready", 1.0)
-    return loaded
+    return LoadedModel(model, tokenizer, template, name, context, kv_bytes, device, dtype, vision)
 
 
 def context_length(config: Any) -> int:
@@ -185,14 +191,13 @@ def _is_vlm(folder: Path) -> bool:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False  # _check_folder says what is wrong with it
-    return isinstance(config, dict) and config.get("model_type") in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES \
-        and config.get("model_type") not in _causal_lm_names()
-
-
-def _causal_lm_names():
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    return MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    kind = config.get("model_type") if isinstance(config, dict) else None
+    if kind not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return False
+    # a type that is also a causal LM (Gemma 3 and others) is loaded as a VLM where its processor is there
+    return kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or any((folder / n).is_file() for n in PROCESSOR_FILES)
 
 
 def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
