@@ -24,10 +24,10 @@ from typing import Hashable, Sequence
 
 from desktop.errors import InvalidRequest, ModelLoadError
 from desktop.model.chunks import Chunk, ChunkMemo, ControlTokens
+from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, prefix_hashes
 from desktop.model.tiny import CHATML_TEMPLATE
 
-NO_IMAGES = "The current model cannot see images: remove the images or choose a vision model (one that takes images) in Settings."
 
 _SENTINEL = "\u2063OMNIDESK\u2063"
 _PROBES = (  # small conversations on which the short-context chunks must equal the exact ones

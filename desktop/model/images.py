@@ -15,6 +15,7 @@ import hashlib
 import io
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from desktop.errors import InvalidRequest
@@ -23,6 +24,7 @@ MAX_IMAGE_BYTES = 20 * 2**20  # per image, as sent (a phone photo is 3-8 MB)
 MAX_IMAGE_PIXELS = 40_000_000  # decompression bombs: a tiny PNG that decodes to gigabytes
 MAX_IMAGES = 16  # per request
 FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif", "BMP": "image/bmp"}
+NO_IMAGES = "The current model cannot see images: remove the images or choose a vision model (one that takes images) in Settings."
 KEY_BITS = 56  # of the SHA-256 in a key: collisions ~2^-56 per pair, and keys fit an int64
 
 
@@ -108,9 +110,27 @@ class ImageData:
         return (ImageData, (self.data, self.sha256, self.mime, self.width, self.height))
 
 
+def read_image(path: str | Path, what: str = "The image") -> ImageData:
+    """An image file, checked (its size before reading it)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_IMAGE_BYTES:
+            raise InvalidRequest(f"{what} ({path.name}) is {size / 2**20:.1f} MB; the limit is {MAX_IMAGE_BYTES // 2**20} MB per image.")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InvalidRequest(f"{what} ({path.name}) is missing: its file was moved or deleted.") from None
+    except OSError as exc:
+        raise InvalidRequest(f"{what} ({path.name}) cannot be read: {exc.strerror or exc}.") from exc
+    return ImageData.from_bytes(data, f"{what} ({path.name})")
+
+
 def image_part(part: dict[str, Any], what: str) -> ImageData:
-    """The image of one content part: {"type": "image", "image": bytes | ImageData | data URL} or
-    OpenAI's {"type": "image_url", "image_url": {"url": "data:..."}}."""
+    """The image of one content part: {"type": "image", "image": bytes | ImageData | data URL},
+    {"type": "image", "path": a file (the app's own stored images)} or OpenAI's
+    {"type": "image_url", "image_url": {"url": "data:..."}}."""
+    if part.get("type") == "image" and isinstance(part.get("path"), (str, Path)):
+        return read_image(part["path"], what)
     if part.get("type") == "image_url":
         ref = part.get("image_url")
         url = ref.get("url") if isinstance(ref, dict) else ref

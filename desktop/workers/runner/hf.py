@@ -11,7 +11,7 @@ import torch
 
 from desktop.errors import InvalidRequest
 from desktop.model import kv
-from desktop.model.chat_template import NO_IMAGES
+from desktop.model.images import NO_IMAGES
 from desktop.model.sampling import Sampler
 from desktop.workers.runner.base import DecodeRow, Runner, sample_rows
 
