@@ -206,3 +206,15 @@ def test_chunks_never_split_an_image():
     assert safe_cut(ids, 0, 6) == 6 and safe_cut(ids, 6, 8) == 2
     assert safe_cut([k, k, 7, -9, -9], 0, 4) == 3  # would end inside the second image: cut before it
     assert safe_cut([k, k, 7, -9, -9], 3, 1) == 2
+
+
+def test_sampling_with_a_repetition_penalty_skips_image_positions(vlm):
+    """The penalty reads the prompt's ids: image positions (negative keys) are no tokens."""
+    from desktop.model.sampling import apply_repetition_penalty
+
+    logits = torch.tensor([1.0, -1.0, 2.0])
+    assert apply_repetition_penalty(logits, [IMAGES[0].key, 0, IMAGES[0].key], 2.0).tolist() == [0.5, -1.0, 2.0]
+    client = make_client(vlm, num_slots=1)
+    cmd = Chat("p", (Message("user", "describe", (IMAGES[0],)),), SamplingParams(max_tokens=4, repetition_penalty=1.3))
+    done = client.run(cmd)[-1]
+    assert not isinstance(done, ErrorEvent) and len(done.token_ids) == 4
