@@ -182,3 +182,39 @@ def test_a_vlm_folder_without_its_processor_is_refused(vlm_folder, tmp_path):
         (broken / name).unlink(missing_ok=True)
     with pytest.raises(ModelLoadError, match="no image processor"):
         load_model(ModelSpec(str(broken)))
+
+
+def test_images_cross_the_worker_process_pipe_intact():
+    import pickle
+
+    msg = parse_messages([{"role": "user", "content": [{"type": "image", "image": png()}, {"type": "text", "text": "hi"}]}])[0]
+    back = pickle.loads(pickle.dumps(msg))
+    assert back == msg and back.images[0].data == png() and prefix_hashes([back]) == prefix_hashes([msg])
+
+
+class _Processor:
+    """A processor whose image expansion is `runs` (placeholder 5 between other ids): stands in
+    for architectures that tile an image (Idefics3), to check the refusal at load."""
+
+    image_processor = object()
+
+    def __init__(self, runs):
+        self.runs = runs
+
+    def __call__(self, text, images, return_tensors, add_special_tokens):
+        return {"input_ids": torch.tensor([self.runs]), "pixel_values": torch.zeros(1, 3, 4, 4)}
+
+
+def test_models_that_split_an_image_are_refused_at_load():
+    from desktop.model.vision import Vision
+
+    with pytest.raises(ModelLoadError, match="splits an image into 2 pieces"):
+        Vision(_Processor([5, 5, 1, 5, 5]), placeholder_id=5, image_token="<image>", name="tiled")
+    assert Vision(_Processor([2, 5, 5, 5, 3]), placeholder_id=5, image_token="<image>").prepare(
+        ImageData.from_bytes(png())).positions == 5  # markers around one run are fine
+
+    class NoImages:
+        image_processor = None
+
+    with pytest.raises(ModelLoadError, match="no image processor"):
+        Vision.from_processor(NoImages(), object(), "half a model")
