@@ -116,9 +116,9 @@ def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS) -> tuple[Mess
     items: list[tuple[Any, str, tuple[ImageData, ...], Message | None]] = []
     for i, m in enumerate(raw):
         if isinstance(m, Message):  # re-checked: one may have crossed a pipe or been built around checks
-            role, content = m.role, [{"type": "text", "text": m.content}, *({"type": "image", "image": im} for im in m.images)]
-            if not isinstance(m.content, str):
-                content = m.content
+            role, content = m.role, m.content
+            if m.images and isinstance(m.content, str):
+                content = [{"type": "text", "text": m.content}, *({"type": "image", "image": im} for im in m.images)]
         elif isinstance(m, dict) and "role" in m and "content" in m:
             role, content = m["role"], m["content"]
         else:
@@ -142,7 +142,7 @@ def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS) -> tuple[Mess
         bad = first_unencodable(text)
         if bad is not None:
             raise InvalidRequest(f"Message {i + 1} ({role}) contains {bad}, which is not valid text; remove it.")
-        out.append(message or Message(role, text, images))
+        out.append(message if message is not None and message.images == images else Message(role, text, images))
     if not out:
         raise InvalidRequest("The conversation is empty: send at least one message.")
     return tuple(out)
