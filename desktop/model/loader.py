@@ -135,7 +135,7 @@ def assemble(model: Any, tokenizer: Any, name: str, device: str, dtype: str, pro
         from desktop.model.vision import Vision
 
         with _load_errors(f"the processor of {name}"):
-            vision = Vision.from_processor(processor, model.config, name)
+            vision = Vision.from_processor(processor, model.config, name, model)
     try:
         template = ChatTemplate(tokenizer, vision=vision)
     except InvalidRequest as exc:  # the template refused even a one-message probe

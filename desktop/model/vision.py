@@ -44,8 +44,12 @@ class Vision:
         self._probe()
 
     @classmethod
-    def from_processor(cls, processor: Any, config: Any, name: str) -> "Vision":
-        """From a model's processor and config; ModelLoadError where the pair cannot take images."""
+    def from_processor(cls, processor: Any, config: Any, name: str, model: Any = None) -> "Vision":
+        """From a model's processor and config; ModelLoadError where the pair cannot take images
+        (or the model places image positions in 2-D: M-RoPE, not yet supported)."""
+        if model is not None and any(hasattr(m, "get_rope_index") for m in (model, getattr(model, "model", None))):
+            raise ModelLoadError(f"{name} gives image positions 2-D rotary positions (M-RoPE, as Qwen2-VL does); "
+                                 "Omnidesk's KV cache does not support that yet. LLaVA-style models are supported.")
         if getattr(processor, "image_processor", None) is None:
             raise ModelLoadError(f"The processor of {name} has no image processor (preprocessor_config.json); it cannot read images.")
         token = getattr(processor, "image_token", None)

@@ -218,3 +218,18 @@ def test_models_that_split_an_image_are_refused_at_load():
 
     with pytest.raises(ModelLoadError, match="no image processor"):
         Vision.from_processor(NoImages(), object(), "half a model")
+
+
+def test_m_rope_models_are_refused_at_load():
+    """Qwen2-VL-style models (a model with get_rope_index: 2-D positions for image tokens) are
+    refused with a clear message rather than served with wrong positions."""
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+    from desktop.model.vision import Vision
+
+    cfg = Qwen2VLConfig(text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                                         num_key_value_heads=2, vocab_size=400),
+                        vision_config=dict(depth=1, embed_dim=32, hidden_size=32, num_heads=4))
+    model = Qwen2VLForConditionalGeneration(cfg)
+    with pytest.raises(ModelLoadError, match="M-RoPE"):
+        Vision.from_processor(object(), model.config, "tiny-qwen2-vl", model)
