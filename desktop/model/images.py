@@ -13,7 +13,9 @@ import base64
 import binascii
 import hashlib
 import io
+import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -59,7 +61,7 @@ class ImageData:
                 fmt, (w, h) = img.format, img.size
                 if w * h > MAX_IMAGE_PIXELS:
                     raise InvalidRequest(f"{what} is {w}×{h} pixels; the limit is {MAX_IMAGE_PIXELS // 1_000_000} megapixels.")
-                img.verify()
+                img.load()  # decoded in full: a truncated file is refused now, not when the model reads it
         except InvalidRequest:
             raise
         except (UnidentifiedImageError, Image.DecompressionBombError) as exc:
@@ -110,11 +112,24 @@ class ImageData:
         return (ImageData, (self.data, self.sha256, self.mime, self.width, self.height))
 
 
+READ_CACHE_BYTES = 128 * 2**20  # checked image files kept by (path, size, mtime): history re-sent each turn
+_read_cache: "OrderedDict[tuple[str, int, int], ImageData]" = OrderedDict()
+_read_lock = threading.Lock()
+
+
 def read_image(path: str | Path, what: str = "The image") -> ImageData:
-    """An image file, checked (its size before reading it)."""
+    """An image file, checked (its size before reading it). A file read before and unchanged since
+    (same size and modification time) is not read and decoded again."""
     path = Path(path)
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        with _read_lock:
+            hit = _read_cache.get(key)
+            if hit is not None:
+                _read_cache.move_to_end(key)
+                return hit
+        size = st.st_size
         if size > MAX_IMAGE_BYTES:
             raise InvalidRequest(f"{what} ({path.name}) is {size / 2**20:.1f} MB; the limit is {MAX_IMAGE_BYTES // 2**20} MB per image.")
         data = path.read_bytes()
@@ -122,7 +137,12 @@ def read_image(path: str | Path, what: str = "The image") -> ImageData:
         raise InvalidRequest(f"{what} ({path.name}) is missing: its file was moved or deleted.") from None
     except OSError as exc:
         raise InvalidRequest(f"{what} ({path.name}) cannot be read: {exc.strerror or exc}.") from exc
-    return ImageData.from_bytes(data, f"{what} ({path.name})")
+    image = ImageData.from_bytes(data, f"{what} ({path.name})")
+    with _read_lock:
+        _read_cache[key] = image
+        while sum(len(i.data) for i in _read_cache.values()) > READ_CACHE_BYTES:
+            _read_cache.popitem(last=False)
+    return image
 
 
 def image_part(part: dict[str, Any], what: str) -> ImageData:

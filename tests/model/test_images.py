@@ -233,3 +233,29 @@ def test_m_rope_models_are_refused_at_load():
     model = Qwen2VLForConditionalGeneration(cfg)
     with pytest.raises(ModelLoadError, match="M-RoPE"):
         Vision.from_processor(object(), model.config, "tiny-qwen2-vl", model)
+
+
+def test_a_truncated_jpeg_is_refused_when_attached():
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray((torch.rand(64, 64, 3) * 255).to(torch.uint8).numpy()).save(buf, "JPEG")
+    with pytest.raises(InvalidRequest, match="damaged"):
+        ImageData.from_bytes(buf.getvalue()[:-100])
+
+
+def test_stored_images_are_read_once_until_they_change(tmp_path):
+    from desktop.model.images import read_image
+
+    path = tmp_path / "a.png"
+    path.write_bytes(png())
+    first = read_image(path)
+    assert read_image(path) is first  # history re-sent each turn: not decoded again
+    import os
+
+    path.write_bytes(png((1, 1, 1)))
+    os.utime(path, ns=(first_ns := path.stat().st_mtime_ns + 10**9, first_ns))
+    assert read_image(path) != first
+    path.unlink()
+    with pytest.raises(InvalidRequest, match="missing"):
+        read_image(path)
