@@ -131,7 +131,7 @@ def request_for(op, conv: list[Message]) -> list[Message]:
     return list(conv)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
        chunk=st.sampled_from([8, 16, 64]))
 def test_cached_equals_uncached_with_images(vlm, vlm_oracle, mode, num_slots, ops, chunk):
