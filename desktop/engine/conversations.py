@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from desktop.engine.saved_fields import clean_text, reply_stats, timestamp
 from desktop.engine.search import Hit, SearchIndex
+from desktop.engine.image_store import ImageStore
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ class ConversationStore:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.images = ImageStore(self.root / "images")  # attached images, by content hash
         self._convs: dict[str, Conversation] = {}
         self._index = SearchIndex()  # folded text per conversation, for `find`
         self._stamps: dict[str, int] = {}  # the newest version taken of each conversation
@@ -219,7 +221,7 @@ class ConversationStore:
         if self._convs.pop(conv_id, None) is not None:
             (self.root / f"{conv_id}.json").unlink(missing_ok=True)
 
-    def fork(self, conv: Conversation, upto_index: int, new_user_text: str) -> Conversation:
+    def fork(self, conv: Conversation, upto_index: int, new_user_text: str, new_images: list[str] | None = None) -> Conversation:
         """A new branch: `conv`'s messages before `upto_index` (a user message) followed by that
         message with `new_user_text` (and its images). It is saved; `conv` is left as it was."""
         if not 0 <= upto_index < len(conv.messages) or conv.messages[upto_index].role != "user":
@@ -228,7 +230,9 @@ class ConversationStore:
                 for m in conv.messages[:upto_index]]
         branch = self.new(conv.system_prompt, conv.preset)
         branch.parent = conv.id
-        branch.messages = kept + [StoredMessage("user", new_user_text, images=list(conv.messages[upto_index].images))]
+        images = list(conv.messages[upto_index].images)
+        images += [p for p in new_images or [] if p not in images]  # images attached while editing join them
+        branch.messages = kept + [StoredMessage("user", new_user_text, images=images)]
         first_user = next(i for i, m in enumerate(conv.messages) if m.role == "user")
         if upto_index > first_user and conv.title:
             branch.title = conv.title.removesuffix(" (branch)") + " (branch)"

@@ -21,6 +21,7 @@ from desktop.engine.intake import EventIntake
 from desktop.engine.sessions import SessionTable
 from desktop.engine.streams import Request, RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed
+from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, char_limit, history_hash, parse_messages
 from desktop.model.params import SamplingParams, as_params
 from desktop.protocol import WorkerHost, WorkerState
@@ -95,6 +96,9 @@ class Gateway(EventIntake):
         `params`: SamplingParams, a dict of its fields, or None for the defaults. `origin` names
         the sender in stats() and for the observers ("app", "api")."""
         msgs = parse_messages(messages, self._max_chars())
+        known = [w for w in self._pool.workers.values() if w.context_length]
+        if known and not any(w.supports_images for w in known) and any(m.images for m in msgs):
+            raise InvalidRequest(NO_IMAGES)  # at the door: no loaded model here can see them
         params = as_params(params)
         rid = self._new_id(request_id)
         entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin)

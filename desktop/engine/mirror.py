@@ -53,6 +53,7 @@ class WorkerMirror:
     code: str = ""  # why it is down: model_load, worker_crashed, worker_hung
     restarting: bool = False  # down, but its host is bringing it back
     context_length: int = 0  # the model's context in tokens, once it was up
+    supports_images: bool = False  # its model can see images (known once it was up)
     capacity: int = 1
     slots: list[SlotInfo] = field(default_factory=lambda: [empty_slot(0)])
     used_at: dict[int, float] = field(default_factory=dict)  # slot → gateway clock at its last Done

@@ -146,7 +146,8 @@ class Pool:
         was_up = mirror.up
         mirror.state, mirror.message, mirror.code = status.state, status.message, status.code
         mirror.restarting = status.state is WorkerState.ERROR and status.restarting
-        mirror.context_length = status.context_length or mirror.context_length
+        if status.context_length:  # the status of a loaded model says what it can take
+            mirror.context_length, mirror.supports_images = status.context_length, status.supports_images
         failed: list[Entry] = []
         if was_up and not mirror.up:
             failed = [self._running.pop(e.request_id) for e in self.running(status.worker_id)]

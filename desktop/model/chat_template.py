@@ -9,7 +9,12 @@ so templating a conversation costs time linear in its length, and each chunk's i
 (chunks.ChunkMemo): a new turn tokenises only its new messages. Whether the chunks add up to
 the template's own rendering is checked once per conversation; where they do not, the whole
 rendering is tokenised as one piece (message boundaries then unprovable). Message text is
-tokenised as text: control tokens in it are not the template's markers (chunks.ControlTokens)."""
+tokenised as text: control tokens in it are not the template's markers (chunks.ControlTokens).
+
+With a vision model (`vision`, model/vision.py) message content is rendered as parts (images
+first, then the text) and each image token the template writes is expanded into the image's run
+of placeholder positions, all holding the image's key (model/images.py): a chunk's ids then say
+which image each KV position holds. Without one, a message with images is refused."""
 
 from __future__ import annotations
 
@@ -19,8 +24,10 @@ from typing import Hashable, Sequence
 
 from desktop.errors import InvalidRequest, ModelLoadError
 from desktop.model.chunks import Chunk, ChunkMemo, ControlTokens
+from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, prefix_hashes
 from desktop.model.tiny import CHATML_TEMPLATE
+
 
 _SENTINEL = "\u2063OMNIDESK\u2063"
 _PROBES = (  # small conversations on which the short-context chunks must equal the exact ones
@@ -41,8 +48,8 @@ class Encoded:
 class ChatTemplate:
     """Renders messages with the tokenizer's chat template and tokenises them in chunks."""
 
-    def __init__(self, tokenizer, memo: ChunkMemo | None = None) -> None:
-        self.tokenizer = tokenizer
+    def __init__(self, tokenizer, memo: ChunkMemo | None = None, vision=None) -> None:
+        self.tokenizer, self.vision = tokenizer, vision
         if not getattr(tokenizer, "chat_template", None):
             tokenizer.chat_template = CHATML_TEMPLATE  # base models: fall back to ChatML
         self.control = ControlTokens(tokenizer)
@@ -76,7 +83,13 @@ class ChatTemplate:
         if not messages:
             return ""
         mark = self.control.mark if marked else str
-        dicts = [{"role": m.role, "content": mark(m.content)} for m in messages]
+        if self.vision is None:
+            if any(m.images for m in messages):
+                raise InvalidRequest(NO_IMAGES)
+            dicts = [{"role": m.role, "content": mark(m.content)} for m in messages]
+        else:  # vision templates take content as parts
+            dicts = [{"role": m.role, "content": [{"type": "image"} for _ in m.images] + [{"type": "text", "text": mark(m.content)}]}
+                     for m in messages]
         try:
             return self.tokenizer.apply_chat_template(
                 dicts, tokenize=False, add_generation_prompt=add_generation_prompt
@@ -113,13 +126,18 @@ class ChatTemplate:
 
     def _chunk(self, msgs: Sequence[Message], k: int, hashes: list[bytes]) -> Chunk:
         key, ctx = self._context(msgs, k, hashes)
-        key = (key, msgs[k])
+        key = (_light(key), _light(msgs[k]))  # images by their hash: the memo never holds image bytes
         chunk = self.memo.get(key)
         if chunk is None:
             text = self.delta_text(ctx, [msgs[k]], marked=True)
-            chunk = Chunk(text, array("i", self.control.encode(text)))
+            chunk = Chunk(text, array("q", self._ids(text, msgs[k].images)))
             self.memo.put(key, chunk)
         return chunk
+
+    def _ids(self, text: str, images: Sequence) -> list[int]:
+        """Ids of rendered text; with images, each image token expanded to the image's positions."""
+        ids = self.control.encode(text)
+        return self.vision.expand(ids, images) if images else ids
 
     def _chunks(self, msgs: Sequence[Message], start: int, hashes: list[bytes]) -> list[Chunk]:
         return [self._chunk(msgs, k, hashes) for k in range(start, len(msgs))]
@@ -141,7 +159,8 @@ class ChatTemplate:
         key = (b"whole", hashes[-1])
         chunk = self.memo.get(key)
         if chunk is None:
-            chunk = Chunk("", array("i", self.control.encode(self.render(msgs, marked=True))))
+            images = [image for m in msgs for image in m.images]
+            chunk = Chunk("", array("q", self._ids(self.render(msgs, marked=True), images)))
             self.memo.put(key, chunk)
         return list(chunk.ids)
 
@@ -205,6 +224,15 @@ class ChatTemplate:
                 return False
             tried += 1
         return tried > 0
+
+
+def _light(key: Hashable) -> Hashable:
+    """A memo key with each message that has images replaced by (role, text, image hashes)."""
+    if isinstance(key, Message):
+        return (key.role, key.content, tuple(i.sha256 for i in key.images)) if key.images else key
+    if isinstance(key, tuple):
+        return tuple(_light(k) for k in key)
+    return key
 
 
 def _joined(chunks: list[Chunk]) -> Encoded:

@@ -29,13 +29,15 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [
-    "LoadedModel", "ModelSpec", "context_length", "converted_default_dir", "embedded_default_gguf",
+    "LoadedModel", "ModelSpec", "assemble", "context_length", "converted_default_dir", "embedded_default_gguf",
     "kv_bytes_per_token", "load_model",
 ]
 
 DTYPE_SIZES = {"float32": 4, "bfloat16": 2, "float16": 2}
 MAX_CONTEXT = 131072  # configs may claim 1M+ positions; nothing here would fill that
 TINY_NAME = "omnidesk-tiny"
+TINY_VLM_NAME = "omnidesk-tiny-vlm"
+PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 # Never download, never run Python shipped in a model folder (transformers would otherwise ask on
@@ -47,7 +49,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """What to load and where. `source`: "default" (embedded SmolLM2), "tiny" (test model),
-    a local Hugging Face model folder, or a .gguf file."""
+    "tiny-vlm" (test vision model), a local Hugging Face model folder (a text or an
+    image-text-to-text model), or a .gguf file."""
 
     source: str = "default"
     dtype: str = "float32"  # or "auto" (the app's default: bf16 where the hardware has it)
@@ -76,7 +79,11 @@ class LoadedModel:
     kv_bytes_per_token: int
     device: str
     dtype: str
-    supports_images: bool = False
+    vision: Any = None  # model/vision.Vision of a vision-language model, else None
+
+    @property
+    def supports_images(self) -> bool:
+        return self.vision is not None
 
 
 def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel:
@@ -92,8 +99,11 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
     hf_logging.disable_progress_bar()  # our own progress callback reports the stages
     _check_device(spec.device)
     spec = replace(spec, dtype=dtypes.resolve(spec.dtype, spec.device))
+    processor = None
     if spec.source == "tiny":
         name, (model, tokenizer) = TINY_NAME, _load_tiny(spec, report)
+    elif spec.source == "tiny-vlm":
+        name, (model, tokenizer, processor) = TINY_VLM_NAME, _load_tiny_vlm(spec, report)
     elif spec.source == "default":
         with _load_errors("the embedded default model"):
             folder = ensure_converted(report)
@@ -102,18 +112,35 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
     else:
         path, is_gguf = _resolve(spec.source)
         name = path.stem if is_gguf else path.name
-        model, tokenizer = (_load_gguf if is_gguf else _load_folder)(path, spec, report)
-    model.eval()
-    with _load_errors(f"{name}'s model configuration"):
-        context, kv_bytes = context_length(model.config), kv_bytes_per_token(model.config, spec.dtype)
-    try:
-        template = ChatTemplate(tokenizer)
-    except InvalidRequest as exc:  # the template refused even a one-message probe
-        raise ModelLoadError(f"The chat template of {name} does not work: {exc.message}") from exc
-    loaded = LoadedModel(model, tokenizer, template, name, context, kv_bytes, spec.device, spec.dtype)
+        if is_gguf:
+            model, tokenizer = _load_gguf(path, spec, report)
+        elif _is_vlm(path):
+            model, tokenizer, processor = _load_vlm_folder(path, spec, report)
+        else:
+            model, tokenizer = _load_folder(path, spec, report)
+    loaded = assemble(model, tokenizer, name, spec.device, spec.dtype, processor)
     log.info("Loaded %s (%s, %s) in %.2f s", name, spec.dtype, spec.device, time.perf_counter() - start)
     report("Ready", 1.0)
     return loaded
+
+
+def assemble(model: Any, tokenizer: Any, name: str, device: str, dtype: str, processor: Any = None) -> LoadedModel:
+    """A LoadedModel from a model in memory (eval mode, on `device`, in `dtype`) and its tokenizer,
+    plus its processor for a vision-language model; ModelLoadError where they cannot chat."""
+    model.eval()
+    with _load_errors(f"{name}'s model configuration"):
+        context, kv_bytes = context_length(model.config), kv_bytes_per_token(model.config, dtype)
+    vision = None
+    if processor is not None:
+        from desktop.model.vision import Vision
+
+        with _load_errors(f"the processor of {name}"):
+            vision = Vision.from_processor(processor, model.config, name, model)
+    try:
+        template = ChatTemplate(tokenizer, vision=vision)
+    except InvalidRequest as exc:  # the template refused even a one-message probe
+        raise ModelLoadError(f"The chat template of {name} does not work: {exc.message}") from exc
+    return LoadedModel(model, tokenizer, template, name, context, kv_bytes, device, dtype, vision)
 
 
 def context_length(config: Any) -> int:
@@ -144,6 +171,55 @@ def _load_tiny(spec: ModelSpec, report: Progress):
     with _load_errors("the tiny test model"):
         model = tiny_model(dtype=spec.dtype).to(spec.device)
     return model, tokenizer
+
+
+def _load_tiny_vlm(spec: ModelSpec, report: Progress):
+    from desktop.model.tiny_vlm import tiny_vlm
+
+    report("Loading model…", None)
+    with _load_errors("the tiny test vision model"):
+        model, processor = tiny_vlm(dtype=spec.dtype)
+        model = model.to(spec.device)
+    return model, processor.tokenizer, processor
+
+
+def _is_vlm(folder: Path) -> bool:
+    """Whether the folder's config is an image-text-to-text model (checked again on loading)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # _check_folder says what is wrong with it
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    kind = config.get("model_type") if isinstance(config, dict) else None
+    if kind not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return False
+    # a type that is also a causal LM (Gemma 3 and others) is loaded as a VLM where its processor is there
+    return kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or any((folder / n).is_file() for n in PROCESSOR_FILES)
+
+
+def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
+    """A vision-language model folder: processor (tokenizer + image processor), then the weights."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    _check_folder(folder, vision=True)
+    report("Loading processor…", None)
+    with _load_errors(f"the processor in {folder}"):
+        processor = AutoProcessor.from_pretrained(folder, **NO_REMOTE)
+    tokenizer = getattr(processor, "tokenizer", None)
+    if tokenizer is None or getattr(processor, "image_processor", None) is None:
+        raise ModelLoadError(f"The processor in {folder} has no tokenizer and image processor; the vision model's files are incomplete.")
+    if not getattr(tokenizer, "chat_template", None) and getattr(processor, "chat_template", None):
+        tokenizer.chat_template = processor.chat_template  # VLMs often keep the template with the processor
+    report("Loading model…", None)
+    with _load_errors(f"the model in {folder}"):
+        model = AutoModelForImageTextToText.from_pretrained(
+            folder, dtype=getattr(torch, spec.dtype), **NO_REMOTE, **_placement(spec.device)
+        )
+    return model, tokenizer, processor
 
 
 def _load_folder(folder: Path, spec: ModelSpec, report: Progress, hint: str = ""):
@@ -226,8 +302,9 @@ def _resolve(source: str) -> tuple[Path, bool]:
     )
 
 
-def _check_folder(folder: Path) -> None:
-    """Fail early, with a precise message, on folders that cannot hold a loadable causal LM."""
+def _check_folder(folder: Path, vision: bool = False) -> None:
+    """Fail early, with a precise message, on folders that cannot hold a loadable causal LM (or,
+    with `vision`, an image-text-to-text model and its processor)."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -236,7 +313,8 @@ def _check_folder(folder: Path) -> None:
         ) from exc
     if not isinstance(config, dict):
         raise ModelLoadError(f"{folder / 'config.json'} is not a model configuration.")
-    _check_architecture(config.get("model_type"), "auto_map" in config, folder)
+    if not vision:
+        _check_architecture(config.get("model_type"), "auto_map" in config, folder)
     if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.bin")):
         raise ModelLoadError(
             f"{folder} has a config.json but no weights (*.safetensors); the model is incomplete."
@@ -244,6 +322,11 @@ def _check_folder(folder: Path) -> None:
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise ModelLoadError(
             f"{folder} has no tokenizer (tokenizer.json); copy the tokenizer files of the model into it."
+        )
+    if vision and not any((folder / name).is_file() for name in PROCESSOR_FILES):
+        raise ModelLoadError(
+            f"{folder} holds a vision-language model but no image processor (preprocessor_config.json); "
+            "copy the processor files of the model into it."
         )
 
 

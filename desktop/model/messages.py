@@ -1,7 +1,9 @@
 """Chat messages: validation of what callers send (roles, text that is valid UTF-8, size limits
 checked before any tokenizing), and the canonical form used for hashing.
 
-Only text content is accepted for now; image parts are refused with a clear message."""
+Content is text, or OpenAI-style parts: text parts, and image parts in user messages (see
+images.image_part). A message's images come first, then its text (the way chat apps attach them);
+whether the model can see them is the chat template's check (chat_template.ChatTemplate)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from desktop.errors import ContextOverflow, InvalidRequest
+from desktop.model.images import MAX_IMAGES, ImageData, image_part
 
 ROLES = ("system", "user", "assistant")
 CHARS_PER_TOKEN = 8  # generous: text averages about 4 characters per token
@@ -40,10 +43,12 @@ def _short(value: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One chat message. `content` is plain text that can be encoded as UTF-8."""
+    """One chat message. `content` is plain text that can be encoded as UTF-8; `images` (user
+    messages only) come before it."""
 
     role: str
     content: str
+    images: tuple[ImageData, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, str) or self.role not in ROLES:
@@ -55,24 +60,40 @@ class Message:
         bad = first_unencodable(self.content)
         if bad is not None:
             raise InvalidRequest(f"The {self.role} message contains {bad}, which is not valid text; remove it.")
+        if self.images:
+            if self.role != "user":
+                raise InvalidRequest(f"Only user messages may carry images (a {self.role} message has {len(self.images)}).")
+            if not all(isinstance(i, ImageData) for i in self.images):
+                raise InvalidRequest("Images must be checked ImageData (see desktop.model.images).")
 
     def canonical(self) -> bytes:
-        """Stable bytes for hashing: role and content only."""
-        return json.dumps([self.role, self.content], ensure_ascii=False).encode()
+        """Stable bytes for hashing: role, content and the SHA-256 of each image (so a different
+        image is a different message)."""
+        if not self.images:
+            return json.dumps([self.role, self.content], ensure_ascii=False).encode()
+        return json.dumps([self.role, self.content, [i.sha256.hex() for i in self.images]], ensure_ascii=False).encode()
 
 
-def _text_of(content: Any, role: str) -> str:
+IMAGE_PARTS = ("image", "image_url")
+
+
+def _parts_of(content: Any, role: str, i: int) -> tuple[str, tuple[ImageData, ...]]:
+    """(text, images) of a message's content: a string, or a list of text and image parts."""
     if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        return content, ()
+    if isinstance(content, (list, tuple)) and all(isinstance(p, dict) for p in content):
         kinds = {p.get("type") for p in content}
-        if kinds <= {"text"}:
-            texts = [p.get("text", "") for p in content]
-            if not all(isinstance(t, str) for t in texts):
-                raise InvalidRequest(f"Every text part of a {role} message must be text.")
-            return "".join(texts)
-        other = ", ".join(sorted(str(k) for k in kinds - {"text"}))
-        raise InvalidRequest(f"This model takes text only; the {role} message contains: {other}.")
+        if not kinds <= {"text", *IMAGE_PARTS}:
+            other = ", ".join(sorted(str(k) for k in kinds - {"text", *IMAGE_PARTS}))
+            raise InvalidRequest(f"The {role} message contains parts of a kind this app does not take: {other}.")
+        texts = [p.get("text", "") for p in content if p.get("type") == "text"]
+        if not all(isinstance(t, str) for t in texts):
+            raise InvalidRequest(f"Every text part of a {role} message must be text.")
+        pictures = [p for p in content if p.get("type") in IMAGE_PARTS]
+        if pictures and role != "user":
+            raise InvalidRequest(f"Only user messages may carry images (message {i + 1} is a {role} message).")
+        images = tuple(image_part(p, f"Image {n + 1} of message {i + 1}") for n, p in enumerate(pictures))
+        return "".join(texts), images
     raise InvalidRequest(f"A {role} message must have text content (got {type(content).__name__}).")
 
 
@@ -92,31 +113,36 @@ def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS) -> tuple[Mess
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Iterable):
         kind = "a string" if isinstance(raw, (str, bytes)) else type(raw).__name__
         raise InvalidRequest(f"Messages must be a list of {{role, content}} objects, not {kind}.")
-    items: list[tuple[Any, str, Message | None]] = []
+    items: list[tuple[Any, str, tuple[ImageData, ...], Message | None]] = []
     for i, m in enumerate(raw):
         if isinstance(m, Message):  # re-checked: one may have crossed a pipe or been built around checks
             role, content = m.role, m.content
+            if m.images and isinstance(m.content, str):
+                content = [{"type": "text", "text": m.content}, *({"type": "image", "image": im} for im in m.images)]
         elif isinstance(m, dict) and "role" in m and "content" in m:
             role, content = m["role"], m["content"]
         else:
             raise InvalidRequest(f"Message {i + 1} must be an object with 'role' and 'content'.")
         if not isinstance(role, str) or role not in ROLES:
             raise InvalidRequest(f"Message {i + 1} has unknown role {_short(role)}: use one of {', '.join(ROLES)}.")
-        text = _text_of(content, role)
+        text, images = _parts_of(content, role, i)
         if len(text) > max_chars:
             raise ContextOverflow(f"Message {i + 1} is {len(text):,} characters long; the limit is "
                                   f"{limit_words(max_chars)}. Shorten it or send it in parts.")
-        items.append((role, text, m if isinstance(m, Message) else None))
-    total = sum(len(text) for _, text, _ in items)
+        items.append((role, text, images, m if isinstance(m, Message) else None))
+    count = sum(len(images) for _, _, images, _ in items)
+    if count > MAX_IMAGES:
+        raise InvalidRequest(f"The conversation holds {count} images; the limit is {MAX_IMAGES}. Start a new conversation for more.")
+    total = sum(len(text) for _, text, _, _ in items)
     if total > max_chars:
         raise ContextOverflow(f"The conversation is {total:,} characters long; the limit is "
                               f"{limit_words(max_chars)}. Start a new conversation or shorten the messages.")
     out: list[Message] = []
-    for i, (role, text, message) in enumerate(items):
+    for i, (role, text, images, message) in enumerate(items):
         bad = first_unencodable(text)
         if bad is not None:
             raise InvalidRequest(f"Message {i + 1} ({role}) contains {bad}, which is not valid text; remove it.")
-        out.append(message or Message(role, text))
+        out.append(message if message is not None and message.images == images else Message(role, text, images))
     if not out:
         raise InvalidRequest("The conversation is empty: send at least one message.")
     return tuple(out)

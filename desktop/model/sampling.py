@@ -108,8 +108,10 @@ def apply_repetition_penalty(
 ) -> torch.Tensor:
     """CTRL penalty on tokens in `history`: divide positive logits by `penalty`, multiply negative.
 
-    Returns a new tensor; duplicates in `history` are harmless (scatter writes the same value)."""
+    Returns a new tensor; duplicates in `history` are harmless (scatter writes the same value).
+    Image positions (negative ids, model/images.py) are no tokens: they are left out."""
     idx = torch.as_tensor(history, dtype=torch.long, device=x.device)
+    idx = idx[idx >= 0]
     score = x.gather(0, idx)
     score = torch.where(score < 0, score * penalty, score / penalty)
     return x.scatter(0, idx, score)

@@ -1,6 +1,11 @@
 """Incremental Message Cache: decide which slot serves a stateless request and how much of its
 KV to keep. Order: chained message-prefix hash → longest token prefix ≥ cache_min_tokens →
-empty slot (seeded from the system prompt cache) → LRU eviction → busy."""
+empty slot (seeded from the system prompt cache) → LRU eviction → busy.
+
+With images the token-prefix step is skipped (for the request, and for slots that hold images):
+an image's positions are not a provable boundary by ids alone. The hash covers image bytes, and
+ids of two different images always differ (model/images.py), so the hash step's reuse stops
+at the first image that differs: a new image in the history rebuilds from there."""
 
 from __future__ import annotations
 
@@ -41,7 +46,7 @@ class Matcher:
                 return plan
         enc = self.template.encode(msgs)
         prompt = enc.ids + gen
-        if self.mode.imc:
+        if self.mode.imc and not any(m.images for m in msgs):
             found = self.table.find_by_prefix(prompt, self.min_tokens)
             if found is not None:
                 slot, n = found

@@ -15,6 +15,7 @@ from typing import Callable
 
 from desktop.errors import UnknownSession
 from desktop.model.chat_template import ChatTemplate
+from desktop.model.images import safe_cut
 from desktop.workers.admission import Admission
 from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_ops import Clear, KvOp
@@ -100,6 +101,8 @@ class Scheduler:
                 plan.cancelled.append(seq)
             elif budget > 0:
                 n = min(budget, self.cfg.prefill_chunk, seq.to_prefill)
+                if seq.media:  # a vision tower encodes an image in one piece: chunks never split one
+                    n = safe_cut(seq.prompt, seq.num_kv, n)
                 plan.chunks.append((seq, n))
                 budget -= n
         return plan

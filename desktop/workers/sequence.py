@@ -115,6 +115,11 @@ class Seq:
         return min(self.params.max_tokens, self.window - self.num_prompt)
 
     @property
+    def media(self) -> dict[int, Any]:
+        """The request's images by key (model/images.py), for the runner to encode them."""
+        return {image.key: image for m in self.msgs for image in m.images}
+
+    @property
     def ids(self) -> list[int]:
         """Prompt then generated ids: what the KV holds a prefix of."""
         return self.prompt + self.generated

@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 from desktop.protocol import SlotInfo
 from desktop.errors import BusyError, ContextOverflow
+from desktop.model.images import Span, has_media, image_spans
 from desktop.model.messages import Message, prefix_hashes
 
 
@@ -38,6 +39,12 @@ class Slot:
         if self.session_id is not None:
             return "session"
         return "idle" if self.ids else "empty"
+
+    @property
+    def images(self) -> list[Span]:
+        """Where each image's KV lies in the slot: its key, first position and how many positions
+        it takes (text after it sits at start + length onwards)."""
+        return image_spans(self.ids)
 
     @property
     def evictable(self) -> bool:
@@ -108,7 +115,7 @@ class SlotTable:
         """The evictable slot sharing the longest token prefix with `ids`, if at least min_tokens."""
         best: tuple[Slot, int] | None = None
         for slot in self.slots:
-            if slot.evictable and slot.ids:
+            if slot.evictable and slot.ids and not has_media(slot.ids):
                 n = common_prefix(slot.ids, ids)
                 if n >= min_tokens and (best is None or n > best[1]):
                     best = (slot, n)
@@ -174,4 +181,8 @@ class SlotTable:
             assert s.hashes == prefix_hashes(s.msgs), f"slot {s.index}: hashes do not match its messages"
             assert len(s.bounds) == len(s.msgs), f"slot {s.index}: bounds do not match its messages"
             assert not s.bounds or s.bounds[-1] == len(s.canon), f"slot {s.index}: canon length"
+            sizes: dict[int, int] = {}
+            for span in s.images:  # every image whole, and the same size wherever it appears
+                assert span.end < len(s.ids), f"slot {s.index}: its ids end inside an image"
+                assert sizes.setdefault(span.key, span.length) == span.length, f"slot {s.index}: an image cut short"
         assert self.used_bytes() <= self.budget_bytes, "KV memory budget exceeded"

@@ -146,7 +146,7 @@ class Worker:
         if last and seq.generate:
             seq.sampler = self.runner.sampler(seq.params)
             sample = (seq.sampler, seq.prompt)
-        token = self.runner.prefill(seq.slot.index, seq.prompt[seq.num_kv : seq.num_kv + n], sample)
+        token = self.runner.prefill(seq.slot.index, seq.prompt[seq.num_kv : seq.num_kv + n], sample, seq.media or None)
         self.scheduler.prefilled(seq, n)
         if not last:
             self.out.progress(seq)

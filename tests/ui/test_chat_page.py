@@ -300,13 +300,20 @@ def test_an_error_shows_inline_and_retry_answers(page, aloop, screenshot):
 
 
 def test_a_refused_request_is_reported_without_losing_the_message(page, aloop):
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 16), (200, 100, 0)).save(buf, "PNG")
     page.set_supports_images(True)  # this tiny model cannot take them: the gateway refuses at the door
-    page.composer._set_images(["/tmp/cat.png"])
+    assert page.composer.add_images([("cat.png", buf.getvalue(), None)]) == 1
     aloop.run(say(page, "What is in this picture?"))
-    assert "could not answer" in page.view.notice().label.text() and "text only" in page.view.notice().detail.text()
+    assert "could not answer" in page.view.notice().label.text() and "cannot see images" in page.view.notice().detail.text()
     assert not page.view.notice().retry_button.isVisible()
     saved = page.store.get(page.current_conversation_id).messages
-    assert [(m.content, m.images) for m in saved] == [("What is in this picture?", ["/tmp/cat.png"])]
+    assert [m.content for m in saved] == ["What is in this picture?"] and len(saved[0].images) == 1
+    assert saved[0].images[0].startswith(str(page.store.images.root))  # copied into the conversations' storage
 
 
 def test_a_message_no_request_may_carry_stays_in_the_composer(tmp_path, qtbot, monkeypatch):

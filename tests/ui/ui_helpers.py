@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 
-def start_gateway(aloop, config=None):
-    """A started gateway over one tiny-model thread worker (`config`: its WorkerConfig)."""
+def start_gateway(aloop, config=None, model: str = "tiny"):
+    """A started gateway over one tiny-model thread worker (`config`: its WorkerConfig; `model`:
+    "tiny-vlm" for the tiny vision model)."""
     from desktop.engine.gateway import Gateway
     from desktop.model.loader import ModelSpec
     from desktop.workers.config import WorkerConfig
     from desktop.workers.thread_host import ThreadHost
 
-    gw = Gateway([ThreadHost("w0", ModelSpec("tiny"), config or WorkerConfig(num_slots=2), threads=1)])
+    gw = Gateway([ThreadHost("w0", ModelSpec(model), config or WorkerConfig(num_slots=2), threads=1)])
 
     async def up() -> None:
         await gw.start()

@@ -31,9 +31,21 @@ def test_unknown_role(tiny_lm):
 
 
 def test_non_text_content(tiny_lm):
-    image = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x.png"}}]
-    err = error_of(make_client(tiny_lm), Chat("a", ({"role": "user", "content": image},)))
-    assert "image_url" in err.message
+    import base64
+    import io
+
+    from PIL import Image
+
+    client = make_client(tiny_lm)
+    remote = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "https://x/x.png"}}]
+    assert "web addresses are not fetched" in error_of(client, Chat("a", ({"role": "user", "content": remote},))).message
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(buf, "PNG")
+    url = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    image = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": url}}]
+    assert "cannot see images" in error_of(client, Chat("b", ({"role": "user", "content": image},))).message
+    audio = [{"type": "input_audio", "input_audio": {}}]
+    assert "input_audio" in error_of(client, Chat("c", ({"role": "user", "content": audio},))).message
     assert parse_messages([{"role": "user", "content": [{"type": "text", "text": "ok"}]}])[0].content == "ok"
 
 

@@ -71,13 +71,13 @@ class MessageView(QScrollArea):
             widget.deleteLater()
         self._widgets = []
         for m in messages:
-            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED)
+            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED, images=m.images)
         self._follow = True
         self._refresh()
 
     def append(self, role: str, text: str, stats: dict[str, Any] | None = None, *,
-               interrupted: bool = False) -> MessageWidget:
-        widget = MessageWidget(role, text, len(self._widgets), stats, interrupted=interrupted)
+               interrupted: bool = False, images: Sequence[str] = ()) -> MessageWidget:
+        widget = MessageWidget(role, text, len(self._widgets), stats, interrupted=interrupted, images=images)
         widget.edit_requested.connect(self.edit_requested)
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.replay_requested.connect(self.replay_requested)
@@ -101,7 +101,7 @@ class MessageView(QScrollArea):
         """Redraw the messages from `index` on (after a reply ended and changed them)."""
         self.truncate(index)
         for m in messages[index:]:
-            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED)
+            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED, images=m.images)
 
     def widgets(self) -> list[MessageWidget]:
         return list(self._widgets)

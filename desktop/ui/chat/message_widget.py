@@ -7,7 +7,7 @@ interrupted reply says so, and the last one offers Retry and Continue."""
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from desktop.ui.chat.badge import Badge
 from desktop.ui.chat.markdown_view import MarkdownView
+from desktop.ui.chat.thumbnails import ThumbnailStrip, names_of
 from desktop.ui.chat.style import accent, base, blend, muted, small_font
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
@@ -41,7 +42,7 @@ class MessageWidget(QFrame):
     copied = Signal()
 
     def __init__(self, role: str, text: str, index: int, stats: dict[str, Any] | None = None,
-                 parent: QWidget | None = None, *, interrupted: bool = False) -> None:
+                 parent: QWidget | None = None, *, interrupted: bool = False, images: Sequence[str] = ()) -> None:
         super().__init__(parent)
         self.role, self.index, self.interrupted = role, index, interrupted
         self._last = False  # the last message of its conversation (see set_can_regenerate)
@@ -76,6 +77,9 @@ class MessageWidget(QFrame):
         self.replay_button.hide()
         layout.addLayout(header)
 
+        self.thumbnails = ThumbnailStrip()
+        self.thumbnails.set_images(names_of(list(images)))
+        layout.addWidget(self.thumbnails)
         self.body = MarkdownView(markdown=role == "assistant")
         self.body.set_text(text)
         self.body.setVisible(bool(text))  # a reply before its first words: no empty block

@@ -170,8 +170,14 @@ class ChatPage(PageActions, QWidget):
         """Send a user message (from the composer); after Edit it starts a new branch."""
         if self.busy:
             return
+        try:  # copied into the conversations' own storage first: the message never points elsewhere
+            paths = [str(self.store.images.add(image)) for image in images or []]
+        except OSError as exc:
+            self.status.emit(f"The images could not be saved ({exc.strerror or exc}); nothing was sent.")
+            self.composer.edit.setPlainText(text)  # the text is not lost
+            return
         if self._edit_index is not None:
-            conv = self.store.fork(self.conv, self._edit_index, text)
+            conv = self.store.fork(self.conv, self._edit_index, text, paths)
             self._cancel_edit()
             self.conv = conv
             self._show()
@@ -180,10 +186,10 @@ class ChatPage(PageActions, QWidget):
             self.status.emit("Started a new branch from the edited message")
         else:
             new = self.conv.id not in self.store
-            self.conv.messages.append(StoredMessage("user", text, images=list(images or [])))
+            self.conv.messages.append(StoredMessage("user", text, images=paths))
             self.store.save(self.conv)  # the user's message is on disk before the model sees it
             self.view.clear_notice()
-            self.view.append("user", text)
+            self.view.append("user", text, images=paths)
             self._preset_editable(False)
             self.refresh_list()
             if new:

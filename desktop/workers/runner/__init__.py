@@ -29,7 +29,7 @@ def make_runner(loaded: Any, config: Any) -> Runner:
             log.info("Static runner not used for %s (%s): transformers runner", loaded.name, why)
         from desktop.workers.runner.hf import HFRunner
 
-        return HFRunner(loaded.model, config.num_slots, loaded.kv_bytes_per_token)
+        return HFRunner(loaded.model, config.num_slots, loaded.kv_bytes_per_token, getattr(loaded, "vision", None))
     from desktop.workers.runner.static import StaticRunner
 
     return StaticRunner(loaded.model, config.num_slots, loaded.kv_bytes_per_token,

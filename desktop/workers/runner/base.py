@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from desktop.model.sampling import sample_batch
 
@@ -39,9 +39,12 @@ class Runner(ABC):
     # ------------------------------------------------------------------ forwards
 
     @abstractmethod
-    def prefill(self, slot: int, ids: Sequence[int], sample: tuple[Any, Sequence[int]] | None = None) -> int | None:
+    def prefill(self, slot: int, ids: Sequence[int], sample: tuple[Any, Sequence[int]] | None = None,
+                media: Mapping[int, Any] | None = None) -> int | None:
         """Append `ids` to the slot's KV (positions kv_len(slot) onwards) in one forward. With
-        `sample` = (sampler, history), sample and return the token that follows; else None."""
+        `sample` = (sampler, history), sample and return the token that follows; else None.
+        Negative ids are image positions (model/images.py): `media` maps each such key to its
+        ImageData, and `ids` hold every image they touch whole."""
 
     @abstractmethod
     def decode(self, rows: Sequence[DecodeRow]) -> list[int | Exception]:

@@ -5,11 +5,13 @@ between decode steps and changes only when a row joins or leaves."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from desktop.errors import InvalidRequest
 from desktop.model import kv
+from desktop.model.images import NO_IMAGES
 from desktop.model.sampling import Sampler
 from desktop.workers.runner.base import DecodeRow, Runner, sample_rows
 
@@ -17,8 +19,8 @@ log = logging.getLogger(__name__)
 
 
 class HFRunner(Runner):
-    def __init__(self, model: Any, num_slots: int, kv_bytes_per_token: int) -> None:
-        self.model, self.device = model, model.device
+    def __init__(self, model: Any, num_slots: int, kv_bytes_per_token: int, vision: Any = None) -> None:
+        self.model, self.device, self.vision = model, model.device, vision
         self.num_slots, self.kv_bytes_per_token = num_slots, kv_bytes_per_token
         self.caches: list[Any] = [None] * num_slots  # a slot's own cache while it is not a batch row
         self.batch = kv.DecodeBatch()  # rows keyed by slot index
@@ -27,16 +29,41 @@ class HFRunner(Runner):
     # ------------------------------------------------------------------ forwards
 
     @torch.no_grad()
-    def prefill(self, slot: int, ids: Sequence[int], sample: tuple[Any, Sequence[int]] | None = None) -> int | None:
+    def prefill(self, slot: int, ids: Sequence[int], sample: tuple[Any, Sequence[int]] | None = None,
+                media: Mapping[int, Any] | None = None) -> int | None:
         cache = self._own(slot)
         if cache is None:
             cache = self.caches[slot] = kv.new_cache(self.model.config)
-        out = self.model(input_ids=kv.as_batch(list(ids), self.device), past_key_values=cache,
-                         use_cache=True, logits_to_keep=1)
+        ids, extra = self._with_images(list(ids), media)
+        out = self.model(input_ids=kv.as_batch(ids, self.device), past_key_values=cache,
+                         use_cache=True, logits_to_keep=1, **extra)
         if sample is None:
             return None
         sampler, history = sample
         return sampler(out.logits[0, -1].float(), history)
+
+    def _with_images(self, ids: list[int], media: Mapping[int, Any] | None) -> tuple[list[int], dict]:
+        """Image positions (negative keys) → the model's placeholder id, plus the image tensors
+        of the chunk (each image whole, in order): the vision tower runs for exactly these."""
+        if not any(t < 0 for t in ids):
+            return ids, {}
+        if self.vision is None:
+            raise InvalidRequest(NO_IMAGES)
+        images, i = [], 0
+        while i < len(ids):
+            if ids[i] >= 0:
+                i += 1
+                continue
+            image = (media or {}).get(ids[i])
+            if image is None:
+                raise InvalidRequest("An image of this conversation is missing from the request; send the conversation again.")
+            n = sum(1 for t in self.vision.prepare(image).ids if t == ids[i])
+            if ids[i : i + n] != [ids[i]] * n:
+                raise RuntimeError(f"A prefill chunk splits an image at position {i}")  # the scheduler never does
+            images.append(image)
+            i += n
+        extra = self.vision.model_inputs(images, self.device, self.model.dtype)
+        return [self.vision.placeholder_id if t < 0 else t for t in ids], extra
 
     @torch.no_grad()
     def decode(self, rows: Sequence[DecodeRow]) -> list[int | Exception]:
@@ -113,7 +140,8 @@ class HFRunner(Runner):
         self._hooks = []
         if on_layer is None:
             return
-        layers = getattr(getattr(self.model, "config", None), "num_hidden_layers", None)
+        config = getattr(self.model, "config", None)
+        layers = getattr(config.get_text_config() if hasattr(config, "get_text_config") else config, "num_hidden_layers", None)
         for module in self.model.modules():
             if isinstance(module, torch.nn.ModuleList) and len(module) == layers:
                 self._hooks = [layer.register_forward_hook(lambda *_: on_layer()) for layer in module]

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from desktop.errors import InvalidRequest
 from desktop.model.fast_llama import FastLlama
 from desktop.model.kv_pool import MIN_CAP, SavedKV
 from desktop.model.sampling import Sampler
@@ -34,7 +35,10 @@ class StaticRunner(Runner):
 
     # ------------------------------------------------------------------ forwards
 
-    def prefill(self, slot: int, ids: Sequence[int], sample: tuple[Any, Sequence[int]] | None = None) -> int | None:
+    def prefill(self, slot: int, ids: Sequence[int], sample: tuple[Any, Sequence[int]] | None = None,
+                media: Any = None) -> int | None:
+        if media or any(t < 0 for t in ids):
+            raise InvalidRequest("The static runner takes text only; images need a vision model (runner 'hf').")
         start, n = self.lens[slot], len(ids)
         self.pool.reserve(start + n)
         tok = torch.tensor([list(ids)], dtype=torch.long, device=self.device)

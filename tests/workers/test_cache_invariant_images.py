@@ -1,0 +1,220 @@
+"""The cache invariant with images (issue 11, part 3): on the tiny VLM (LLaVA-style, fp32,
+greedy), output with the KV cache equals an uncached run over random conversations with images
+at random turns, edits and regenerations, integrity checked every step; and the vision tower
+runs once per image in a slot (a text follow-up does not encode the image again)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from worker_helpers import chat, make_client
+
+from desktop.model.images import ImageData, safe_cut
+from desktop.model.loader import ModelSpec, load_model
+from desktop.model.messages import Message
+from desktop.protocol import Chat, ErrorEvent, MatchKind
+from desktop.model.params import SamplingParams
+
+MAX = 5
+
+
+def make_image(seed: int, size: tuple[int, int] = (40, 30), fmt: str = "PNG") -> ImageData:
+    """A small image drawn from `seed` (blocks of colour), encoded as `fmt`."""
+    from PIL import Image
+
+    gen = torch.Generator().manual_seed(seed)
+    w, h = size
+    pixels = (torch.rand((h // 5 + 1, w // 5 + 1, 3), generator=gen) * 255).to(torch.uint8)
+    img = Image.fromarray(pixels.numpy()).resize((w, h), Image.NEAREST)
+    buf = io.BytesIO()
+    img.save(buf, fmt)
+    return ImageData.from_bytes(buf.getvalue())
+
+
+IMAGES = [make_image(i, size) for i, size in enumerate([(40, 30), (32, 32), (64, 20), (25, 50)])]
+
+
+class VisionOracle:
+    """Greedy generation with no cache reuse: the canonical ids of the whole prompt in one
+    forward, the image positions as the model's image token and every image's pixels from the
+    processor itself (not the worker's Vision), every time."""
+
+    def __init__(self, lm) -> None:
+        self.lm = lm
+        self.memo: dict[tuple, list[int]] = {}
+
+    @torch.no_grad()
+    def chat(self, msgs: list[Message], max_tokens: int) -> list[int]:
+        prompt = self.lm.template.prompt_ids(msgs)
+        images = [im for m in msgs for im in m.images]
+        key = (tuple(prompt), max_tokens)
+        if key in self.memo:
+            return self.memo[key]
+        model, vision = self.lm.model, self.lm.vision
+        ids = torch.tensor([[model.config.image_token_id if t < 0 else t for t in prompt]])
+        extra = {}
+        if images:
+            extra["pixel_values"] = vision.processor.image_processor([im.pil() for im in images], return_tensors="pt")["pixel_values"]
+        from desktop.model import kv
+
+        cache = kv.new_cache(model.config)
+        logits = model(input_ids=ids, past_key_values=cache, use_cache=True, **extra).logits[0, -1]
+        out: list[int] = []
+        while True:
+            token = int(logits.argmax())
+            out.append(token)
+            if token in self.lm.template.eos_ids or len(out) >= max_tokens:
+                break
+            logits = model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True).logits[0, -1]
+        self.memo[key] = out
+        return out
+
+
+@pytest.fixture(scope="module")
+def vlm():
+    return load_model(ModelSpec("tiny-vlm"))
+
+
+@pytest.fixture(scope="module")
+def vlm_oracle(vlm):
+    return VisionOracle(vlm)
+
+
+@pytest.fixture
+def tower_calls(vlm):
+    """How many images the vision tower encoded (a forward hook on it counts its batch)."""
+    calls = [0]
+
+    def count(module, args, kwargs, output):
+        pixels = kwargs.get("pixel_values", args[0] if args else None)
+        calls[0] += pixels.shape[0]
+
+    handle = vlm.model.model.vision_tower.register_forward_hook(count, with_kwargs=True)
+    yield calls
+    handle.remove()
+
+
+TEXT = st.text(alphabet=list("abcdefgh ij.?é<>image"), min_size=1, max_size=20)
+PICS = st.lists(st.integers(0, len(IMAGES) - 1), min_size=0, max_size=2)
+OPS = st.one_of(
+    st.tuples(st.just("turn"), st.integers(0, 1), TEXT, PICS),
+    st.tuples(st.just("regen"), st.integers(0, 1)),
+    st.tuples(st.just("edit"), st.integers(0, 1), st.integers(0, 9), TEXT, PICS),
+    st.tuples(st.just("system"), st.integers(0, 1), TEXT),
+)
+
+
+def request_for(op, conv: list[Message]) -> list[Message]:
+    """The message list the op sends; `conv` is trimmed so that the reply can be appended."""
+    kind = op[0]
+    if kind == "regen" and conv and conv[-1].role == "assistant":
+        conv.pop()
+        return list(conv)
+    if kind == "edit":
+        users = [i for i, m in enumerate(conv) if m.role == "user"]
+        if users:
+            del conv[users[op[2] % len(users)] :]
+            conv.append(Message("user", op[3], tuple(IMAGES[i] for i in op[4])))
+            return list(conv)
+    if kind == "system":
+        if conv and conv[0].role == "system":
+            conv[0] = Message("system", op[2])
+        else:
+            conv.insert(0, Message("system", op[2]))
+    if not conv or conv[-1].role != "user":
+        text, pics = (op[2], op[3]) if kind == "turn" else ("Hi", [])
+        conv.append(Message("user", text, tuple(IMAGES[i] for i in pics)))
+    return list(conv)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
+       chunk=st.sampled_from([8, 16, 64]))
+def test_cached_equals_uncached_with_images(vlm, vlm_oracle, mode, num_slots, ops, chunk):
+    client = make_client(vlm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=chunk,
+                         prefill_budget=chunk + 8, runner="auto")
+    convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], []]
+    for n, op in enumerate(ops):
+        conv = convs[op[1]]
+        msgs = request_for(op, conv)
+        done = chat(client, f"r{n}", msgs, MAX)
+        assert list(done.token_ids) == vlm_oracle.chat(msgs, MAX), (mode, op, done.stats)
+        conv.append(Message("assistant", done.text))
+
+
+def test_text_follow_up_does_not_encode_the_image_again(vlm, vlm_oracle, tower_calls):
+    client = make_client(vlm, num_slots=2, prefill_chunk=8, prefill_budget=16)
+    msgs = [Message("user", "What is this?", (IMAGES[0],))]
+    first = chat(client, "a", msgs, MAX)
+    assert tower_calls[0] == 1 and first.stats.kind == MatchKind.MISS.value
+    second_msgs = msgs + [Message("assistant", first.text), Message("user", "Tell me more.")]
+    done = chat(client, "b", second_msgs, MAX)
+    assert tower_calls[0] == 1, "the vision tower ran again for a text follow-up"
+    assert done.stats.kind == MatchKind.EXTEND.value and done.stats.cached_tokens > 16
+    third_msgs = second_msgs + [Message("assistant", done.text), Message("user", "And this one?", (IMAGES[1],))]
+    third = chat(client, "c", third_msgs, MAX)  # an image mid-conversation: only it and the new text are computed
+    assert tower_calls[0] == 2 and third.stats.kind == MatchKind.EXTEND.value
+    bounds = vlm.template.encode(third_msgs).bounds  # all but the new message (the reply as far as its text re-tokenises alike)
+    assert bounds[-3] < third.stats.cached_tokens <= bounds[-2]
+    slot = client.worker.table.slots[third.stats.slot]
+    assert [(s.key, s.length) for s in slot.images] == [(IMAGES[0].key, 16), (IMAGES[1].key, 16)]
+    for m, d in ((msgs, first), (second_msgs, done), (third_msgs, third)):  # the oracle runs the tower too: last
+        assert list(d.token_ids) == vlm_oracle.chat(m, MAX)
+
+
+def test_a_new_image_in_the_history_rebuilds_from_where_it_differs(vlm, vlm_oracle, tower_calls):
+    client = make_client(vlm, num_slots=1, prefill_chunk=64, prefill_budget=64)
+    head = [Message("system", "Be brief."), Message("user", "first", (IMAGES[0],)), Message("assistant", "ok")]
+    chat(client, "a", head + [Message("user", "look", (IMAGES[1],))], MAX)
+    assert tower_calls[0] == 2
+    msgs = head + [Message("user", "look", (IMAGES[2],))]  # the same text, another image
+    b = chat(client, "b", msgs, MAX)
+    assert tower_calls[0] == 3, "only the new image is encoded"
+    before_image = vlm.template.prompt_ids(msgs).index(IMAGES[2].key)
+    assert b.stats.cached_tokens == before_image  # everything up to the image that differs
+    assert list(b.token_ids) == vlm_oracle.chat(msgs, MAX)
+
+
+def test_token_prefix_salvage_is_skipped_with_images(vlm):
+    """Another conversation that starts with the same text as a slot holding an image reuses no
+    KV by tokens (image positions are no provable boundary); text-only ones still do."""
+    client = make_client(vlm, num_slots=2, cache_mode="imc", cache_min_tokens=4, prefill_chunk=64, prefill_budget=64)
+    chat(client, "a", [Message("user", "same words here", (IMAGES[0],))], MAX)
+    b = chat(client, "b", [Message("user", "same words here and more", (IMAGES[0],))], MAX)  # shares 20+ ids
+    assert b.stats.kind == MatchKind.MISS.value and b.stats.cached_tokens == 0
+    chat(client, "c", [Message("user", "plain words here and there")], MAX)
+    d = chat(client, "d", [Message("user", "plain words here and there, and more")], MAX)
+    assert d.stats.kind == MatchKind.PREFIX.value and d.stats.cached_tokens > 4
+
+
+def test_images_on_a_text_model_are_refused_and_the_worker_goes_on(tiny_lm):
+    client = make_client(tiny_lm, num_slots=1)
+    events = client.run(Chat("x", (Message("user", "see", (IMAGES[0],)),), SamplingParams(max_tokens=3)))
+    assert isinstance(events[-1], ErrorEvent) and "cannot see images" in events[-1].message
+    assert chat(client, "y", [Message("user", "hello")], 3).token_ids
+
+
+def test_chunks_never_split_an_image():
+    k = -5
+    ids = [1, 2, k, k, k, k, 3, 4]
+    assert safe_cut(ids, 0, 4) == 2  # stops before the image
+    assert safe_cut(ids, 2, 2) == 4  # an image at the start is taken whole
+    assert safe_cut(ids, 0, 6) == 6 and safe_cut(ids, 6, 8) == 2
+    assert safe_cut([k, k, 7, -9, -9], 0, 4) == 3  # would end inside the second image: cut before it
+    assert safe_cut([k, k, 7, -9, -9], 3, 1) == 2
+
+
+def test_sampling_with_a_repetition_penalty_skips_image_positions(vlm):
+    """The penalty reads the prompt's ids: image positions (negative keys) are no tokens."""
+    from desktop.model.sampling import apply_repetition_penalty
+
+    logits = torch.tensor([1.0, -1.0, 2.0])
+    assert apply_repetition_penalty(logits, [IMAGES[0].key, 0, IMAGES[0].key], 2.0).tolist() == [0.5, -1.0, 2.0]
+    client = make_client(vlm, num_slots=1)
+    cmd = Chat("p", (Message("user", "describe", (IMAGES[0],)),), SamplingParams(max_tokens=4, repetition_penalty=1.3))
+    done = client.run(cmd)[-1]
+    assert not isinstance(done, ErrorEvent) and len(done.token_ids) == 4
