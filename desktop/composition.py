@@ -298,7 +298,7 @@ class Composition(QObject):
             from desktop.ui.call.page import CallPage
 
             calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings, recordings=self.recordings,
-                                model=lambda: self.model_name)
+                                model=lambda: self.model_name, sees_images=lambda: self.supports_images)
             page = CallPage(calls.start, calls.mic_status, cameras=calls, camera_fps=self.settings.camera_preview_fps)
             calls.on_recording = page.recording.emit  # a Qt signal: safe from the recorder's threads
             page.set_mode(CallMode(self.settings.call_mode))

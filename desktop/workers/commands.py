@@ -101,8 +101,6 @@ class CommandIntake:
                 raise InvalidRequest("This session is still busy with another request; stop it first.")
             if isinstance(cmd, AppendInput):
                 seq.msgs = parse_messages(cmd.messages, limit)
-                if any(m.images for m in seq.msgs):
-                    raise InvalidRequest("Sessions (voice calls) take text only; send images in a chat.")
             session.busy = seq.request_id
             seq.session = session
 

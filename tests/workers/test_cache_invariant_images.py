@@ -16,7 +16,7 @@ from worker_helpers import chat, make_client
 from desktop.model.images import ImageData, safe_cut
 from desktop.model.loader import ModelSpec, load_model
 from desktop.model.messages import Message
-from desktop.protocol import Chat, ErrorEvent, MatchKind
+from desktop.protocol import Chat, Done, ErrorEvent, MatchKind
 from desktop.model.params import SamplingParams
 
 MAX = 5
@@ -47,10 +47,12 @@ class VisionOracle:
         self.lm = lm
         self.memo: dict[tuple, list[int]] = {}
 
-    @torch.no_grad()
     def chat(self, msgs: list[Message], max_tokens: int) -> list[int]:
-        prompt = self.lm.template.prompt_ids(msgs)
-        images = [im for m in msgs for im in m.images]
+        return self.ids(self.lm.template.prompt_ids(msgs), [im for m in msgs for im in m.images], max_tokens)
+
+    @torch.no_grad()
+    def ids(self, prompt: list[int], images: list[ImageData], max_tokens: int) -> list[int]:
+        """Greedy tokens after `prompt` (image runs as negative keys), `images` in their order."""
         key = (tuple(prompt), max_tokens)
         if key in self.memo:
             return self.memo[key]
@@ -177,6 +179,57 @@ def test_a_new_image_in_the_history_rebuilds_from_where_it_differs(vlm, vlm_orac
     before_image = vlm.template.prompt_ids(msgs).index(IMAGES[2].key)
     assert b.stats.cached_tokens == before_image  # everything up to the image that differs
     assert list(b.token_ids) == vlm_oracle.chat(msgs, MAX)
+
+
+SESSION_OPS = st.lists(
+    st.one_of(st.tuples(st.just("append"), TEXT, PICS), st.tuples(st.just("generate"), st.integers(1, 6)),
+              st.tuples(st.just("truncate"), st.floats(0, 1))),
+    min_size=1, max_size=7,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ops=SESSION_OPS, chunk=st.sampled_from([8, 64]))
+def test_a_session_with_images_equals_uncached(vlm, vlm_oracle, ops, chunk):
+    """A video call's session: user turns with camera frames appended to the KV as they come,
+    replies generated and truncated to what was heard; each reply equals an uncached run over
+    exactly the session's ids and images, and the vision tower sees each image once."""
+    from desktop.protocol import AppendInput, CreateSession, Generate, TruncateReply
+
+    t = vlm.template
+    client = make_client(vlm, num_slots=2, cache_mode="imc+spc", prefill_chunk=chunk, prefill_budget=chunk + 8, runner="auto")
+    assert isinstance(client.run(CreateSession("c", "s", "You see the user's camera."))[-1], Done)
+    history = [Message("system", "You see the user's camera.")]
+    ids, images, reply_at = t.encode(history).ids, [], None
+    for n, op in enumerate(ops):
+        if op[0] == "append":
+            msg = Message("user", op[1], tuple(IMAGES[i] for i in op[2]))
+            assert isinstance(client.run(AppendInput(f"a{n}", "s", (msg,)))[-1], Done)
+            ids += t.encode_delta(history, [msg]).ids
+            history.append(msg)
+            images += list(msg.images)
+            reply_at = None
+        elif op[0] == "truncate":
+            if reply_at is None:
+                continue
+            words = history[-1].content.split()
+            heard = " ".join(words[: int(len(words) * op[1])])
+            assert isinstance(client.run(TruncateReply(f"t{n}", "s", heard))[-1], Done)
+            del ids[reply_at:]
+            history.pop()
+            reply_at = None
+            if heard:
+                ids += t.encode_delta(history, [Message("assistant", heard)]).ids
+                history.append(Message("assistant", heard))
+        else:
+            done = client.run(Generate(f"g{n}", "s", SamplingParams(max_tokens=op[1])))[-1]
+            assert isinstance(done, Done), done
+            assert list(done.token_ids) == vlm_oracle.ids(ids + t.gen_prompt_ids, images, op[1])
+            out = list(done.token_ids)
+            if out:
+                reply_at = len(ids)
+                history.append(Message("assistant", done.text))
+            ids += t.gen_prompt_ids + out + t.close_after_reply(out)
 
 
 def test_token_prefix_salvage_is_skipped_with_images(vlm):
