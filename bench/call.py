@@ -240,7 +240,7 @@ async def run(args: argparse.Namespace) -> dict:
     }
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--barge-in", default="3,6,9", help="turns interrupted 1 s into the reply (comma-separated)")
@@ -254,9 +254,14 @@ def main() -> None:
     ap.add_argument("--camera", action="store_true", help="the fake camera runs (640×480) during the call: camera_fps_ratio")
     ap.add_argument("--camera-fps", type=float, default=15.0)
     ap.add_argument("--verbose", action="store_true", help="print the call's events as they happen (stderr)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.quick:
         args.turns, args.barge_in = 4, "2"
+    return args
+
+
+def main() -> None:
+    args = parse()
     torch.set_num_threads(args.threads)
     print(json.dumps(asyncio.run(run(args))))
 

@@ -16,6 +16,10 @@ once generated), so the follow-up computes only its own text, as it would after 
 - image_encode_ms: the vision tower + projector for one image; image_positions: its KV positions;
 - vision_calls_followup: images the vision tower encoded during the cached follow-ups (0).
 Best of --reps runs (this machine is shared: load only adds time), and the medians' ratio too.
+Then the camera during a call (`--no-camera` skips it): bench/call.py's scripted call (--quick:
+the embedded model, Whisper, Piper, the echo loop, in real time) with the fake camera (640×480
+MJPG at 15 fps) on; camera_fps_ratio = frames it delivered per second over the configured rate
+(target ≥ 0.9), frames_sampled_per_s = frames taken for the model (1 a second configured).
 The last line is JSON. `--quick` shrinks the model (a smoke run)."""
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--no-camera", action="store_true", help="skip the camera-during-a-call part")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -144,7 +149,20 @@ def main() -> None:
         "vision_calls_followup": follow_calls,
         "reps": args.reps,
     }
+    if not args.no_camera:
+        result.update(camera_during_call())
     print(json.dumps(result), flush=True)
+
+
+def camera_during_call() -> dict:
+    """The fake camera's delivery while a scripted call runs (bench/call.py --quick --camera)."""
+    import asyncio
+
+    import call  # bench/call.py, beside this file
+
+    out = asyncio.run(call.run(call.parse(["--quick", "--camera", "--turns", "3"])))
+    keys = ("camera_fps", "camera_fps_wanted", "camera_fps_ratio", "frames_sampled_per_s", "eos_to_audio_ms_p50")
+    return {("call_" + k if k == "eos_to_audio_ms_p50" else k): out.get(k) for k in keys}
 
 
 if __name__ == "__main__":
