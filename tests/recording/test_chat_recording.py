@@ -74,6 +74,8 @@ def test_chat_turns_are_recorded_per_conversation(tmp_path):
     assert chats.sessions == {}
     for fut in chats.close_all():
         fut.result(10)
+    for session in opened:  # the ones closed along the way too (close() again: the same future)
+        session.close().result(10)
 
     rec = opened[0]
     events = read_timeline(rec.folder)
