@@ -101,6 +101,19 @@ def saved_done(page: ChatPage) -> bool:
     return on_disk(page, page.current_conversation_id).messages[-1].status == ""
 
 
+def wait_saved_done(aloop, page: ChatPage) -> None:
+    """saved_done, or a failure that says what is on disk and what the page is doing."""
+    try:
+        aloop.run(until(lambda: saved_done(page), timeout=45), timeout=60)
+    except (TimeoutError, asyncio.TimeoutError):
+        last = on_disk(page, page.current_conversation_id).messages[-1]
+        reply = page.turns.of(page.current_conversation_id)
+        raise AssertionError(f"never saved as finished: on disk {last.role} status={last.status!r} "
+                             f"{len(last.content)} chars; page busy={page.busy} tasks={len(page.tasks)}; reply "
+                             f"{None if reply is None else (reply.phase, reply.error, reply.save_error)}; "
+                             f"gateway {getattr(page.gateway, 'gw', page.gateway).stats()}") from None
+
+
 def test_replies_go_on_while_other_conversations_are_shown(gateway, tmp_path, qtbot, aloop, screenshot):
     page = make_page(gateway, tmp_path, qtbot)
     page.gateway = gate = Gate(gateway)
@@ -204,7 +217,7 @@ def test_a_reply_cut_by_a_crash_comes_back_interrupted_with_retry_and_continue(g
     screenshot(page, "chat-interrupted-reply")
     reply.continue_button.click()
     aloop.run(idle(page))
-    aloop.run(until(lambda: saved_done(page)))  # the last save runs on the writer thread, after the task
+    wait_saved_done(aloop, page)  # the last save runs on the writer thread, after the task
     sent = page.gateway.sent[-1]
     assert sent[-2] == {"role": "assistant", "content": partial} and sent[-1] == {"role": "user", "content": CONTINUE_PROMPT}
     saved = on_disk(page, page.current_conversation_id).messages
@@ -215,7 +228,7 @@ def test_a_reply_cut_by_a_crash_comes_back_interrupted_with_retry_and_continue(g
     page = restarted("retry")
     page.view.widgets()[-1].retry_button.click()
     aloop.run(idle(page))
-    aloop.run(until(lambda: saved_done(page)))
+    wait_saved_done(aloop, page)
     assert [m["role"] for m in page.gateway.sent[-1]] == ["system", "user"]  # the partial reply is not sent
     saved = on_disk(page, page.current_conversation_id).messages
     assert [m.role for m in saved] == ["user", "assistant"] and saved[1].status == "" and saved[1].content != partial
