@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from worker_helpers import CtrlC, chat, make_client, run_all
+from worker_helpers import CtrlC, chat, make_client, request_for, run_all
 
 from desktop.protocol import AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, Stop, TruncateReply
 from desktop.model.messages import Message
@@ -31,29 +31,6 @@ RUNNERS = pytest.mark.parametrize("runner", ["hf", "static", "static-bucketed"])
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
-def request_for(op, conv: list[Message]) -> list[Message]:
-    """The message list the op sends; `conv` is trimmed so that the reply can be appended."""
-    kind = op[0]
-    if kind == "regen" and conv and conv[-1].role == "assistant":
-        conv.pop()
-        return list(conv)
-    if kind == "edit":
-        users = [i for i, m in enumerate(conv) if m.role == "user"]
-        if users:
-            cut = users[op[2] % len(users)]
-            del conv[cut:]
-            conv.append(Message("user", op[3]))
-            return list(conv)
-    if kind == "system":
-        if conv and conv[0].role == "system":
-            conv[0] = Message("system", op[2])
-        else:
-            conv.insert(0, Message("system", op[2]))
-    if not conv or conv[-1].role != "user":
-        conv.append(Message("user", LONG if kind == "long" else (op[2] if len(op) > 2 and isinstance(op[2], str) else "Hi")))
-    return list(conv)
-
-
 @RUNNERS
 @SETTINGS
 @given(mode=st.sampled_from(["imc+spc", "imc", "spc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=8))
@@ -62,7 +39,7 @@ def test_cached_equals_uncached(tiny_lm, oracle, mode, num_slots, ops, runner):
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], [], []]
     for n, op in enumerate(ops):
         conv = convs[op[1]]
-        msgs = request_for(op, conv)
+        msgs = request_for(op, conv, long_text=LONG)
         done = chat(client, f"r{n}", msgs, MAX)
         assert list(done.token_ids) == oracle.chat(msgs, MAX), (mode, op, done.stats)
         conv.append(Message("assistant", done.text))

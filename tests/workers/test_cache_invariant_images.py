@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from worker_helpers import chat, make_client
+from worker_helpers import chat, make_client, request_for
 
 from desktop.model.images import ImageData, safe_cut
 from desktop.model.loader import ModelSpec, load_model
@@ -110,29 +110,6 @@ OPS = st.one_of(
 )
 
 
-def request_for(op, conv: list[Message]) -> list[Message]:
-    """The message list the op sends; `conv` is trimmed so that the reply can be appended."""
-    kind = op[0]
-    if kind == "regen" and conv and conv[-1].role == "assistant":
-        conv.pop()
-        return list(conv)
-    if kind == "edit":
-        users = [i for i, m in enumerate(conv) if m.role == "user"]
-        if users:
-            del conv[users[op[2] % len(users)] :]
-            conv.append(Message("user", op[3], tuple(IMAGES[i] for i in op[4])))
-            return list(conv)
-    if kind == "system":
-        if conv and conv[0].role == "system":
-            conv[0] = Message("system", op[2])
-        else:
-            conv.insert(0, Message("system", op[2]))
-    if not conv or conv[-1].role != "user":
-        text, pics = (op[2], op[3]) if kind == "turn" else ("Hi", [])
-        conv.append(Message("user", text, tuple(IMAGES[i] for i in pics)))
-    return list(conv)
-
-
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
        chunk=st.sampled_from([8, 16, 64]))
@@ -142,7 +119,7 @@ def test_cached_equals_uncached_with_images(vlm, vlm_oracle, mode, num_slots, op
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], []]
     for n, op in enumerate(ops):
         conv = convs[op[1]]
-        msgs = request_for(op, conv)
+        msgs = request_for(op, conv, pictures=lambda picked: [IMAGES[i] for i in picked])
         done = chat(client, f"r{n}", msgs, MAX)
         assert list(done.token_ids) == vlm_oracle.chat(msgs, MAX), (mode, op, done.stats)
         conv.append(Message("assistant", done.text))

@@ -112,3 +112,32 @@ def run_all(client: LocalClient, cmds) -> dict[str, list]:
             assert client.worker.step() or any(client.events.get(r) for r in want), "worker idle with requests open"
             client.on_step(client.worker)
     return out
+
+
+def request_for(op, conv: list[Message], *, long_text: str = "", pictures=None) -> list[Message]:
+    """The message list a random-conversation op sends; `conv` is trimmed so that the reply can be
+    appended. Ops: ("regen", …), ("edit", conv, which, text[, image indices]), ("system", conv,
+    text), ("turn", conv, text[, image indices]), ("long", …) — `long_text` as the user's text;
+    `pictures(indices)` gives the images an op names (the image tests)."""
+    def images(i: int) -> tuple:
+        return tuple(pictures(op[i])) if pictures is not None and len(op) > i else ()
+
+    kind = op[0]
+    if kind == "regen" and conv and conv[-1].role == "assistant":
+        conv.pop()
+        return list(conv)
+    if kind == "edit":
+        users = [i for i, m in enumerate(conv) if m.role == "user"]
+        if users:
+            del conv[users[op[2] % len(users)] :]
+            conv.append(Message("user", op[3], images(4)))
+            return list(conv)
+    if kind == "system":
+        if conv and conv[0].role == "system":
+            conv[0] = Message("system", op[2])
+        else:
+            conv.insert(0, Message("system", op[2]))
+    if not conv or conv[-1].role != "user":
+        text = long_text if kind == "long" else (op[2] if len(op) > 2 and isinstance(op[2], str) else "Hi")
+        conv.append(Message("user", text, images(3) if kind == "turn" else ()))
+    return list(conv)
