@@ -92,3 +92,23 @@ class ScriptedTranscriber:
 
     def cancel(self) -> None:
         pass
+
+
+async def call_rig(clock: VirtualClock):
+    """The real pieces of a test call on `clock`: the fake speaker (started), the Voice speaking
+    espeak into it, and a started gateway over the tiny model on a thread host."""
+    from desktop.engine.gateway import Gateway
+    from desktop.engine.voice import Voice
+    from desktop.media.fake_audio import FakeAudioOutput
+    from desktop.model.loader import ModelSpec
+    from desktop.model.tts import EspeakTTS
+    from desktop.workers.config import WorkerConfig
+    from desktop.workers.thread_host import ThreadHost
+
+    speaker = FakeAudioOutput(clock, device_rate=SPEAKER_RATE, pre_roll_ms=40)
+    speaker.start()
+    voice = Voice(lambda: EspeakTTS(rate_wpm=260), speaker, clock=clock)
+    gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
+    await gw.start()
+    assert await gw.wait_ready(timeout=60)
+    return speaker, voice, gw

@@ -10,20 +10,14 @@ import asyncio
 
 import numpy as np
 import pytest
-from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber
+from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig
 from gw_helpers import run
 
 from desktop.engine.call import Call, CallEvent
 from desktop.engine.call_state import CallMode, CallPhase
-from desktop.engine.gateway import Gateway
 from desktop.engine.voice import Voice
 from desktop.media.clock import VirtualClock
-from desktop.media.fake_audio import FakeAudioOutput
-from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
-from desktop.model.tts import EspeakTTS
-from desktop.workers.config import WorkerConfig
-from desktop.workers.thread_host import ThreadHost
 
 SPEAKER_RATE = 22050
 
@@ -31,12 +25,7 @@ SPEAKER_RATE = 22050
 def test_a_call_answers_aloud_is_cut_by_speech_and_keeps_what_was_heard():
     async def main() -> None:
         clock = VirtualClock()
-        speaker = FakeAudioOutput(clock, device_rate=SPEAKER_RATE, pre_roll_ms=40)
-        speaker.start()
-        voice = Voice(lambda: EspeakTTS(rate_wpm=260), speaker, clock=clock)
-        gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
-        await gw.start()
-        assert await gw.wait_ready(timeout=60)
+        speaker, voice, gw = await call_rig(clock)
         mic = ScriptedMic(clock)
         asr = ScriptedTranscriber(["Tell me a story.", "Stop, another one.", "Thanks."])
         call = Call(gw, mic, voice, EnergyDetector(), asr, clock=clock,

@@ -10,7 +10,7 @@ import asyncio
 import numpy as np
 import pytest
 import soundfile
-from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber
+from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig
 from gw_helpers import run
 from helpers import FullDisk
 
@@ -18,23 +18,13 @@ from desktop.engine.call import Call
 from desktop.engine.call_video import VideoFeed
 from desktop.media.camera import VideoFrame
 from desktop.engine.call_state import CallPhase
-from desktop.engine.gateway import Gateway
-from desktop.engine.voice import Voice
 from desktop.media.clock import VirtualClock
-from desktop.media.fake_audio import FakeAudioOutput
-from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
-from desktop.model.tts import EspeakTTS
 from desktop.recording.call_hook import CallRecording
 from desktop.recording.library import scan
 from desktop.recording.reader import open_recording
 from desktop.recording.replay import build_replay, read_timeline
 from desktop.recording.writer import SessionRecorder
-from desktop.workers.config import WorkerConfig
-from desktop.workers.thread_host import ThreadHost
-
-SPEAKER_RATE = 22050
-
 
 class Camera:
     """A camera on the test's clock: a new 64×48 frame each time it is asked."""
@@ -53,12 +43,7 @@ def test_a_recorded_call(tmp_path, disk):
 
     async def main() -> None:
         clock = VirtualClock()
-        speaker = FakeAudioOutput(clock, device_rate=SPEAKER_RATE, pre_roll_ms=40)
-        speaker.start()
-        voice = Voice(lambda: EspeakTTS(rate_wpm=260), speaker, clock=clock)
-        gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
-        await gw.start()
-        assert await gw.wait_ready(timeout=60)
+        speaker, voice, gw = await call_rig(clock)
         mic = ScriptedMic(clock)
         video = VideoFeed(Camera(clock), rate_hz=1.0)
         video.on, video.send = True, False  # the camera is on; the tiny model cannot see images
