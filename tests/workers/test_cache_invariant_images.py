@@ -1,7 +1,8 @@
-"""The cache invariant with images (issue 11, part 3): on the tiny VLM (LLaVA-style, fp32,
-greedy), output with the KV cache equals an uncached run over random conversations with images
-at random turns, edits and regenerations, integrity checked every step; and the vision tower
-runs once per image in a slot (a text follow-up does not encode the image again)."""
+"""The cache invariant with images (issue 11, part 3): on the tiny VLMs (LLaVA-style, and
+Qwen2-VL with M-RoPE: 3-D rotary positions for image tokens; fp32, greedy), output with the KV
+cache equals an uncached run over random conversations with images at random turns, edits and
+regenerations, integrity checked every step; and the vision tower runs once per image in a slot
+(a text follow-up does not encode the image again)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from worker_helpers import chat, make_client
+from worker_helpers import chat, make_client, run_all
 
 from desktop.model.images import ImageData, safe_cut
 from desktop.model.loader import ModelSpec, load_model
@@ -41,7 +42,9 @@ IMAGES = [make_image(i, size) for i, size in enumerate([(40, 30), (32, 32), (64,
 class VisionOracle:
     """Greedy generation with no cache reuse: the canonical ids of the whole prompt in one
     forward, the image positions as the model's image token and every image's pixels from the
-    processor itself (not the worker's Vision), every time."""
+    processor itself (not the worker's Vision), every time. An M-RoPE model gets the position
+    ids of its own get_rope_index over the whole prompt, and decode steps that position plus
+    the prompt's rope delta (explicitly: never the delta the model keeps on itself)."""
 
     def __init__(self, lm) -> None:
         self.lm = lm
@@ -58,9 +61,14 @@ class VisionOracle:
             return self.memo[key]
         model, vision = self.lm.model, self.lm.vision
         ids = torch.tensor([[model.config.image_token_id if t < 0 else t for t in prompt]])
-        extra = {}
+        extra, delta = {}, 0
         if images:
-            extra["pixel_values"] = vision.processor.image_processor([im.pil() for im in images], return_tensors="pt")["pixel_values"]
+            pixels = vision.processor.image_processor([im.pil() for im in images], return_tensors="pt")
+            extra = {k: v for k, v in pixels.items() if k in ("pixel_values", "image_grid_thw")}
+        if vision.mrope:
+            pos, deltas = model.model.get_rope_index(ids, mm_token_type_ids=(ids == model.config.image_token_id).int(),
+                                                     image_grid_thw=extra.get("image_grid_thw"))
+            extra["position_ids"], delta = pos, int(deltas[0, 0])
         from desktop.model import kv
 
         cache = kv.new_cache(model.config)
@@ -71,7 +79,10 @@ class VisionOracle:
             out.append(token)
             if token in self.lm.template.eos_ids or len(out) >= max_tokens:
                 break
-            logits = model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True).logits[0, -1]
+            step = {}
+            if vision.mrope:
+                step["position_ids"] = torch.full((3, 1, 1), kv.cache_len(cache) + delta)
+            logits = model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True, **step).logits[0, -1]
         self.memo[key] = out
         return out
 
@@ -84,6 +95,20 @@ def vlm():
 @pytest.fixture(scope="module")
 def vlm_oracle(vlm):
     return VisionOracle(vlm)
+
+
+@pytest.fixture(scope="module")
+def qwen2vl():
+    return load_model(ModelSpec("tiny-qwen2vl"))
+
+
+@pytest.fixture(scope="module", params=["llava", "qwen2vl"])
+def each_vlm(request, vlm, vlm_oracle):
+    """(model, oracle) of each architecture: LLaVA-style, then M-RoPE (Qwen2-VL)."""
+    if request.param == "llava":
+        return vlm, vlm_oracle
+    lm = request.getfixturevalue("qwen2vl")
+    return lm, VisionOracle(lm)
 
 
 @pytest.fixture
@@ -107,6 +132,7 @@ OPS = st.one_of(
     st.tuples(st.just("regen"), st.integers(0, 1)),
     st.tuples(st.just("edit"), st.integers(0, 1), st.integers(0, 9), TEXT, PICS),
     st.tuples(st.just("system"), st.integers(0, 1), TEXT),
+    st.tuples(st.just("both"), TEXT, PICS, TEXT, PICS),  # a turn in each conversation at once: they decode as one batch
 )
 
 
@@ -136,11 +162,21 @@ def request_for(op, conv: list[Message]) -> list[Message]:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
        chunk=st.sampled_from([8, 16, 64]))
-def test_cached_equals_uncached_with_images(vlm, vlm_oracle, mode, num_slots, ops, chunk):
+def test_cached_equals_uncached_with_images(each_vlm, mode, num_slots, ops, chunk):
+    vlm, vlm_oracle = each_vlm
     client = make_client(vlm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=chunk,
                          prefill_budget=chunk + 8, runner="auto")
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], []]
     for n, op in enumerate(ops):
+        if op[0] == "both":
+            requests = [request_for(("turn", i, *op[1 + 2 * i : 3 + 2 * i]), convs[i]) for i in (0, 1)]
+            events = run_all(client, [Chat(f"r{n}.{i}", tuple(m), SamplingParams(max_tokens=MAX)) for i, m in enumerate(requests)])
+            for i, msgs in enumerate(requests):
+                done = events[f"r{n}.{i}"][-1]
+                assert isinstance(done, Done), done
+                assert list(done.token_ids) == vlm_oracle.chat(msgs, MAX), (mode, op, i, done.stats)
+                convs[i].append(Message("assistant", done.text))
+            continue
         conv = convs[op[1]]
         msgs = request_for(op, conv)
         done = chat(client, f"r{n}", msgs, MAX)
@@ -190,10 +226,11 @@ SESSION_OPS = st.lists(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=SESSION_OPS, chunk=st.sampled_from([8, 64]))
-def test_a_session_with_images_equals_uncached(vlm, vlm_oracle, ops, chunk):
+def test_a_session_with_images_equals_uncached(each_vlm, ops, chunk):
     """A video call's session: user turns with camera frames appended to the KV as they come,
     replies generated and truncated to what was heard; each reply equals an uncached run over
-    exactly the session's ids and images, and the vision tower sees each image once."""
+    exactly the session's ids and images."""
+    vlm, vlm_oracle = each_vlm
     from desktop.protocol import AppendInput, CreateSession, Generate, TruncateReply
 
     t = vlm.template
