@@ -220,19 +220,29 @@ def test_models_that_split_an_image_are_refused_at_load():
         Vision.from_processor(NoImages(), object(), "half a model")
 
 
-def test_m_rope_models_are_refused_at_load():
-    """Qwen2-VL-style models (a model with get_rope_index: 2-D positions for image tokens) are
-    refused with a clear message rather than served with wrong positions."""
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
-
+def test_qwen2vl_loads_with_m_rope_positions_checked_against_its_own_rope_index():
+    """The tiny Qwen2-VL loads as an M-RoPE vision model (its 3-D indices equal get_rope_index's on
+    the load probe); a model whose M-RoPE rule differs is refused with a clear message."""
+    from desktop.model.mrope import Grid
+    from desktop.model.tiny_qwen2vl import tiny_qwen2vl
     from desktop.model.vision import Vision
 
-    cfg = Qwen2VLConfig(text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-                                         num_key_value_heads=2, vocab_size=400),
-                        vision_config=dict(depth=1, embed_dim=32, hidden_size=32, num_heads=4))
-    model = Qwen2VLForConditionalGeneration(cfg)
+    lm = load_model(ModelSpec("tiny-qwen2vl"))
+    assert lm.supports_images and lm.vision.mrope and lm.name == "omnidesk-tiny-qwen2vl"
+    image = ImageData.from_bytes(png(size=(64, 20)))
+    assert lm.vision.grid(image) == Grid(1, 2, 8)  # 16×64 pixels after resizing: 2 × 8 positions, advance 8
+    assert lm.vision.prepare(image).positions == 16
+
+    model, processor = tiny_qwen2vl()
+    rule = model.model.get_rope_index
+
+    def other_rule(*args, **kwargs):  # plain 1-D positions, images included
+        pos, deltas = rule(*args, **kwargs)
+        return torch.arange(pos.shape[-1]).expand_as(pos), deltas
+
+    model.model.get_rope_index = other_rule
     with pytest.raises(ModelLoadError, match="M-RoPE"):
-        Vision.from_processor(object(), model.config, "tiny-qwen2-vl", model)
+        Vision.from_processor(processor, model.config, "another-mrope", model)
 
 
 def test_a_truncated_jpeg_is_refused_when_attached():
