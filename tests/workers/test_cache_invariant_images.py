@@ -204,6 +204,35 @@ def test_text_follow_up_does_not_encode_the_image_again(vlm, vlm_oracle, tower_c
         assert list(d.token_ids) == vlm_oracle.chat(m, MAX)
 
 
+def test_qwen2vl_follow_ups_extend_the_kv_with_image_places_recorded(qwen2vl):
+    """M-RoPE: a text follow-up reuses the image's KV (the vision tower does not run again) and
+    continues from the image's rope delta; the slot records each image's positions; the model's
+    own `rope_deltas` (one per model, wrong across slots) is never set."""
+    oracle, calls = VisionOracle(qwen2vl), [0]
+    handle = qwen2vl.model.model.visual.register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    try:
+        client = make_client(qwen2vl, num_slots=2, prefill_chunk=8, prefill_budget=16)
+        msgs = [Message("user", "What is this?", (IMAGES[0],))]
+        first = chat(client, "a", msgs, MAX)
+        second_msgs = msgs + [Message("assistant", first.text), Message("user", "Tell me more.")]
+        second = chat(client, "b", second_msgs, MAX)
+        assert calls[0] == 1 and second.stats.kind == MatchKind.EXTEND.value
+        third_msgs = second_msgs + [Message("assistant", second.text), Message("user", "And this?", (IMAGES[2],))]
+        third = chat(client, "c", third_msgs, MAX)
+        assert calls[0] == 2 and third.stats.kind == MatchKind.EXTEND.value
+        assert qwen2vl.model.model.rope_deltas is None
+        slot = client.worker.table.slots[third.stats.slot]
+        grids = [qwen2vl.vision.grid(IMAGES[0]), qwen2vl.vision.grid(IMAGES[2])]
+        assert [(s.key, s.length) for s in slot.images] == [(IMAGES[0].key, grids[0].length), (IMAGES[2].key, grids[1].length)]
+        track = client.worker.runner.tracks[third.stats.slot]
+        assert [(p.start, p.length, p.advance) for p in track.spans] == [(s.start, g.length, g.advance) for s, g in zip(slot.images, grids)]
+        assert track.delta() == sum(g.advance - g.length for g in grids) < 0
+    finally:
+        handle.remove()
+    for m, d in ((msgs, first), (second_msgs, second), (third_msgs, third)):
+        assert list(d.token_ids) == oracle.chat(m, MAX)
+
+
 def test_a_new_image_in_the_history_rebuilds_from_where_it_differs(vlm, vlm_oracle, tower_calls):
     client = make_client(vlm, num_slots=1, prefill_chunk=64, prefill_budget=64)
     head = [Message("system", "Be brief."), Message("user", "first", (IMAGES[0],)), Message("assistant", "ok")]
