@@ -214,7 +214,17 @@ def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
     _check_folder(folder, vision=True)
     report("Loading processor…", None)
     with _load_errors(f"the processor in {folder}"):
-        processor = AutoProcessor.from_pretrained(folder, **NO_REMOTE)
+        try:
+            processor = AutoProcessor.from_pretrained(folder, **NO_REMOTE)
+        except ImportError as exc:  # e.g. a video processor that needs torchvision: images need none of it
+            from desktop.model.processors import load_images_only
+
+            log.info("Full processor of %s not loaded (%s); loading its image side only", folder, exc)
+            model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+            try:
+                processor = load_images_only(folder, model_type, NO_REMOTE)
+            except (ValueError, ImportError):
+                raise exc from None
     tokenizer = getattr(processor, "tokenizer", None)
     if tokenizer is None or getattr(processor, "image_processor", None) is None:
         raise ModelLoadError(f"The processor in {folder} has no tokenizer and image processor; the vision model's files are incomplete.")

@@ -33,11 +33,7 @@ def tiny_qwen2vl_processor(min_positions: int = 4, max_positions: int = 24):
     from transformers import AddedToken, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    class ImagesOnlyProcessor(Qwen2VLProcessor):
-        """Qwen2VLProcessor without its video processor (that one needs torchvision; the app sends no video)."""
-
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+    from desktop.model.processors import images_only
 
     tok = tiny_tokenizer()
     tok.add_special_tokens({"additional_special_tokens": [AddedToken(t, special=True, normalized=False) for t in VISION_TOKENS]})
@@ -45,7 +41,7 @@ def tiny_qwen2vl_processor(min_positions: int = 4, max_positions: int = 24):
     cell = (PATCH * MERGE) ** 2
     images = Qwen2VLImageProcessorPil(patch_size=PATCH, merge_size=MERGE, temporal_patch_size=2,
                                       size={"shortest_edge": cell * min_positions, "longest_edge": cell * max_positions})
-    return ImagesOnlyProcessor(image_processor=images, tokenizer=tok, chat_template=QWEN2VL_TEMPLATE)
+    return images_only(Qwen2VLProcessor)(image_processor=images, tokenizer=tok, chat_template=QWEN2VL_TEMPLATE)
 
 
 def tiny_qwen2vl(seed: int = 0, dtype: str = "float32", hidden: int = 32, layers: int = 2, heads: int = 4,

@@ -184,6 +184,36 @@ def test_a_vlm_folder_without_its_processor_is_refused(vlm_folder, tmp_path):
         load_model(ModelSpec(str(broken)))
 
 
+def test_a_qwen2vl_folder_loads_without_torchvision(tmp_path):
+    """A Qwen2-VL folder as published (its processor wants a torchvision video processor, which
+    this app does not install) loads with the image side of its processor only; same ids and
+    logits as the model it was saved from."""
+    import json
+
+    from desktop.model.tiny_qwen2vl import tiny_qwen2vl
+
+    model, processor = tiny_qwen2vl()
+    folder = tmp_path / "tiny-qwen2-vl"
+    model.save_pretrained(folder)
+    processor.tokenizer.save_pretrained(folder)
+    processor.image_processor.save_pretrained(folder)
+    config = json.loads((folder / "preprocessor_config.json").read_text())
+    (folder / "preprocessor_config.json").write_text(json.dumps({**config, "image_processor_type": "Qwen2VLImageProcessor"}))
+    lm = load_model(ModelSpec(str(folder)))
+    assert lm.vision.mrope and "ImagesOnly" in type(lm.vision.processor).__name__
+    image = ImageData.from_bytes(png(size=(40, 30)))
+    msgs = [Message("user", "describe", (image,))]
+    ids = lm.template.prompt_ids(msgs)
+    assert ids.count(image.key) == lm.vision.grid(image).length == 20
+    tensor = torch.tensor([[lm.vision.placeholder_id if x < 0 else x for x in ids]])
+    inputs = lm.vision.model_inputs([image], "cpu", torch.float32)
+    pos, _ = lm.model.model.get_rope_index(tensor, (tensor == lm.vision.placeholder_id).int(), inputs["image_grid_thw"])
+    with torch.no_grad():
+        got = lm.model(input_ids=tensor, position_ids=pos, **inputs).logits
+        want = model(input_ids=tensor, position_ids=pos, **inputs).logits
+    assert torch.allclose(got, want, atol=1e-5)
+
+
 def test_images_cross_the_worker_process_pipe_intact():
     import pickle
 
