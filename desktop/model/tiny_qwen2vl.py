@@ -27,9 +27,10 @@ QWEN2VL_TEMPLATE = (
 )
 
 
-def tiny_qwen2vl_processor(min_positions: int = 4, max_positions: int = 24):
+def tiny_qwen2vl_processor(min_positions: int = 4, max_positions: int = 24, patch: int = PATCH):
     """A Qwen2VLProcessor over the tiny tokenizer (+ the vision tokens) and a Qwen2-VL image
-    processor sized so that an image takes between min_positions and max_positions positions."""
+    processor sized so that an image takes between min_positions and max_positions positions
+    (one position: (patch · MERGE)² pixels)."""
     from transformers import AddedToken, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
@@ -38,34 +39,35 @@ def tiny_qwen2vl_processor(min_positions: int = 4, max_positions: int = 24):
     tok = tiny_tokenizer()
     tok.add_special_tokens({"additional_special_tokens": [AddedToken(t, special=True, normalized=False) for t in VISION_TOKENS]})
     tok.chat_template = QWEN2VL_TEMPLATE
-    cell = (PATCH * MERGE) ** 2
-    images = Qwen2VLImageProcessorPil(patch_size=PATCH, merge_size=MERGE, temporal_patch_size=2,
+    cell = (patch * MERGE) ** 2
+    images = Qwen2VLImageProcessorPil(patch_size=patch, merge_size=MERGE, temporal_patch_size=2,
                                       size={"shortest_edge": cell * min_positions, "longest_edge": cell * max_positions})
     return images_only(Qwen2VLProcessor)(image_processor=images, tokenizer=tok, chat_template=QWEN2VL_TEMPLATE)
 
 
 def tiny_qwen2vl(seed: int = 0, dtype: str = "float32", hidden: int = 32, layers: int = 2, heads: int = 4,
-                 kv_heads: int = 2, vision_dim: int = 32, vision_layers: int = 2, vision_heads: int = 4,
-                 std: float = 0.2, **processor_sizes):
+                 kv_heads: int = 2, intermediate: int | None = None, vision_dim: int = 32, vision_layers: int = 2,
+                 vision_heads: int = 4, patch: int = PATCH, std: float = 0.2, **processor_sizes):
     """(model, processor): a random-init Qwen2VLForConditionalGeneration. Same arguments → same
-    weights (drawn from a local generator, as tiny_model's are)."""
+    weights (drawn from a local generator, as tiny_model's are). `tiny_qwen2vl(**sizes)` also
+    builds the bench's "small real" sized one."""
     import torch
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
-    processor = tiny_qwen2vl_processor(**processor_sizes)
+    processor = tiny_qwen2vl_processor(patch=patch, **processor_sizes)
     tok = processor.tokenizer
     half = hidden // heads // 2  # rotary frequencies per head, split over (t, h, w)
     section = [half - 2 * (half // 4), half // 4, half // 4]
     ids = {name: tok.convert_tokens_to_ids(t) for name, t in zip(("vision_start", "vision_end", "image", "video"), VISION_TOKENS)}
     cfg = Qwen2VLConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        text_config=dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=intermediate or 2 * hidden, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=4096,
                          initializer_range=std, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                                  "mrope_section": section},
                          bos_token_id=None, eos_token_id=SPECIAL.index("<|im_end|>"),
                          pad_token_id=SPECIAL.index("<|endoftext|>"), tie_word_embeddings=False),
         vision_config=dict(depth=vision_layers, embed_dim=vision_dim, hidden_size=hidden, num_heads=vision_heads,
-                           mlp_ratio=2, patch_size=PATCH, spatial_merge_size=MERGE, temporal_patch_size=2),
+                           mlp_ratio=2 if vision_dim <= 64 else 4, patch_size=patch, spatial_merge_size=MERGE, temporal_patch_size=2),
         image_token_id=ids["image"], video_token_id=ids["video"], vision_start_token_id=ids["vision_start"],
         vision_end_token_id=ids["vision_end"], tie_word_embeddings=False,
     )
