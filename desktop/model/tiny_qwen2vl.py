@@ -47,41 +47,47 @@ def tiny_qwen2vl_processor(min_positions: int = 4, max_positions: int = 24, patc
 
 def tiny_qwen2vl(seed: int = 0, dtype: str = "float32", hidden: int = 32, layers: int = 2, heads: int = 4,
                  kv_heads: int = 2, intermediate: int | None = None, vision_dim: int = 32, vision_layers: int = 2,
-                 vision_heads: int = 4, patch: int = PATCH, std: float = 0.2, **processor_sizes):
-    """(model, processor): a random-init Qwen2VLForConditionalGeneration. Same arguments → same
-    weights (drawn from a local generator, as tiny_model's are). `tiny_qwen2vl(**sizes)` also
-    builds the bench's "small real" sized one."""
+                 vision_heads: int = 4, patch: int = PATCH, std: float = 0.2, v2_5: bool = False, **processor_sizes):
+    """(model, processor): a random-init Qwen2VLForConditionalGeneration (`v2_5`: a Qwen2.5-VL,
+    whose tower attends in windows; same positions). Same arguments → same weights (drawn from a
+    local generator, as tiny_model's are). `tiny_qwen2vl(**sizes)` also builds the bench's
+    "small real" sized one."""
     import torch
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2VLConfig,
+                              Qwen2VLForConditionalGeneration)
 
     processor = tiny_qwen2vl_processor(patch=patch, **processor_sizes)
     tok = processor.tokenizer
     half = hidden // heads // 2  # rotary frequencies per head, split over (t, h, w)
     section = [half - 2 * (half // 4), half // 4, half // 4]
     ids = {name: tok.convert_tokens_to_ids(t) for name, t in zip(("vision_start", "vision_end", "image", "video"), VISION_TOKENS)}
-    cfg = Qwen2VLConfig(
+    vision = dict(depth=vision_layers, embed_dim=vision_dim, hidden_size=hidden, num_heads=vision_heads,
+                  mlp_ratio=2 if vision_dim <= 64 else 4, patch_size=patch, spatial_merge_size=MERGE, temporal_patch_size=2)
+    if v2_5:
+        vision = dict(depth=vision_layers, hidden_size=vision_dim, out_hidden_size=hidden, num_heads=vision_heads,
+                      intermediate_size=2 * vision_dim, patch_size=patch, spatial_merge_size=MERGE, temporal_patch_size=2,
+                      window_size=4 * patch * MERGE, fullatt_block_indexes=[vision_layers - 1])
+    cfg = (Qwen2_5_VLConfig if v2_5 else Qwen2VLConfig)(
         text_config=dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=intermediate or 2 * hidden, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=4096,
                          initializer_range=std, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                                  "mrope_section": section},
                          bos_token_id=None, eos_token_id=SPECIAL.index("<|im_end|>"),
                          pad_token_id=SPECIAL.index("<|endoftext|>"), tie_word_embeddings=False),
-        vision_config=dict(depth=vision_layers, embed_dim=vision_dim, hidden_size=hidden, num_heads=vision_heads,
-                           mlp_ratio=2 if vision_dim <= 64 else 4, patch_size=patch, spatial_merge_size=MERGE, temporal_patch_size=2),
+        vision_config=vision,
         image_token_id=ids["image"], video_token_id=ids["video"], vision_start_token_id=ids["vision_start"],
         vision_end_token_id=ids["vision_end"], tie_word_embeddings=False,
     )
-    model = Qwen2VLForConditionalGeneration(cfg)
+    model = (Qwen2_5_VLForConditionalGeneration if v2_5 else Qwen2VLForConditionalGeneration)(cfg)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, param in sorted(model.named_parameters()):
-            if name.endswith("norm.weight") or name.endswith("norm1.weight") or name.endswith("norm2.weight") \
-                    or name.endswith("ln_q.weight"):
+            if name.endswith(("norm.weight", "norm1.weight", "norm2.weight", "ln_q.weight")):
                 param.fill_(1.0)
             elif "visual" in name and name.endswith("bias"):
                 param.zero_()
             else:
                 param.normal_(0.0, std if "visual" not in name else 0.05, generator=gen)
     model = model.to(getattr(torch, dtype)).eval()
-    model.config.name_or_path = "omnidesk-tiny-qwen2vl"
+    model.config.name_or_path = "omnidesk-tiny-qwen2.5vl" if v2_5 else "omnidesk-tiny-qwen2vl"
     return model, processor

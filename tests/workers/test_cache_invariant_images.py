@@ -102,13 +102,42 @@ def qwen2vl():
     return load_model(ModelSpec("tiny-qwen2vl"))
 
 
-@pytest.fixture(scope="module", params=["llava", "qwen2vl"])
-def each_vlm(request, vlm, vlm_oracle):
-    """(model, oracle) of each architecture: LLaVA-style, then M-RoPE (Qwen2-VL)."""
-    if request.param == "llava":
-        return vlm, vlm_oracle
-    lm = request.getfixturevalue("qwen2vl")
-    return lm, VisionOracle(lm)
+@pytest.fixture(scope="module")
+def qwen2_5vl():
+    from desktop.model.loader import assemble
+    from desktop.model.tiny_qwen2vl import tiny_qwen2vl
+
+    model, processor = tiny_qwen2vl(v2_5=True)
+    return assemble(model, processor.tokenizer, "tiny-qwen2.5-vl", "cpu", "float32", processor)
+
+
+def _with_oracle(request, name: str):
+    """(model, oracle) by fixture name, one oracle per model in the module (its memo shared)."""
+    oracles = request.getfixturevalue("oracles")
+    lm = request.getfixturevalue(name)
+    if name not in oracles:
+        oracles[name] = VisionOracle(lm)
+    return lm, oracles[name]
+
+
+@pytest.fixture(scope="module")
+def oracles():
+    return {}
+
+
+@pytest.fixture(scope="module", params=["vlm", "qwen2vl", "qwen2_5vl"])
+def each_vlm(request):
+    """(model, oracle) of each architecture: LLaVA-style, then M-RoPE (Qwen2-VL, Qwen2.5-VL)."""
+    return _with_oracle(request, request.param)
+
+
+@pytest.fixture(scope="module", params=["qwen2vl", "qwen2_5vl"])
+def mrope_vlm(request):
+    """(model, oracle) of each M-RoPE architecture: Qwen2-VL, then Qwen2.5-VL (same positions,
+    a windowed vision tower)."""
+    lm, oracle = _with_oracle(request, request.param)
+    assert lm.vision.mrope
+    return lm, oracle
 
 
 @pytest.fixture
@@ -162,8 +191,20 @@ def request_for(op, conv: list[Message]) -> list[Message]:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
        chunk=st.sampled_from([8, 16, 64]))
-def test_cached_equals_uncached_with_images(each_vlm, mode, num_slots, ops, chunk):
-    vlm, vlm_oracle = each_vlm
+def test_cached_equals_uncached_with_images(vlm, vlm_oracle, mode, num_slots, ops, chunk):
+    cached_equals_uncached(vlm, vlm_oracle, mode, num_slots, ops, chunk)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
+       chunk=st.sampled_from([8, 16, 64]))
+def test_cached_equals_uncached_with_images_m_rope(mrope_vlm, mode, num_slots, ops, chunk):
+    """The same on the M-RoPE models: every image's positions, and the text after it, as the
+    model's get_rope_index gives them for the whole prompt, whatever was cached or batched."""
+    cached_equals_uncached(*mrope_vlm, mode, num_slots, ops, chunk)
+
+
+def cached_equals_uncached(vlm, vlm_oracle, mode, num_slots, ops, chunk) -> None:
     client = make_client(vlm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=chunk,
                          prefill_budget=chunk + 8, runner="auto")
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], []]
@@ -206,8 +247,9 @@ def test_text_follow_up_does_not_encode_the_image_again(vlm, vlm_oracle, tower_c
 
 def test_qwen2vl_follow_ups_extend_the_kv_with_image_places_recorded(qwen2vl):
     """M-RoPE: a text follow-up reuses the image's KV (the vision tower does not run again) and
-    continues from the image's rope delta; the slot records each image's positions; the model's
-    own `rope_deltas` (one per model, wrong across slots) is never set."""
+    continues from the image's rope delta; the slot records each image's positions; two slots
+    with different deltas decode as one batch; the model's own `rope_deltas` (one per model,
+    wrong across slots) is never set."""
     oracle, calls = VisionOracle(qwen2vl), [0]
     handle = qwen2vl.model.model.visual.register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
     try:
@@ -220,17 +262,24 @@ def test_qwen2vl_follow_ups_extend_the_kv_with_image_places_recorded(qwen2vl):
         third_msgs = second_msgs + [Message("assistant", second.text), Message("user", "And this?", (IMAGES[2],))]
         third = chat(client, "c", third_msgs, MAX)
         assert calls[0] == 2 and third.stats.kind == MatchKind.EXTEND.value
-        assert qwen2vl.model.model.rope_deltas is None
         slot = client.worker.table.slots[third.stats.slot]
         grids = [qwen2vl.vision.grid(IMAGES[0]), qwen2vl.vision.grid(IMAGES[2])]
         assert [(s.key, s.length) for s in slot.images] == [(IMAGES[0].key, grids[0].length), (IMAGES[2].key, grids[1].length)]
         track = client.worker.runner.tracks[third.stats.slot]
         assert [(p.start, p.length, p.advance) for p in track.spans] == [(s.start, g.length, g.advance) for s, g in zip(slot.images, grids)]
         assert track.delta() == sum(g.advance - g.length for g in grids) < 0
+        # two conversations whose images leave different rope deltas decode as one batch, each row its own
+        pair = [third_msgs + [Message("assistant", third.text), Message("user", "Compare them.")],
+                [Message("user", "Now this one.", (IMAGES[3],))]]
+        events = run_all(client, [Chat(f"d{i}", tuple(m), SamplingParams(max_tokens=8)) for i, m in enumerate(pair)])
+        together = [events[f"d{i}"][-1] for i in (0, 1)]
+        assert all(isinstance(d, Done) for d in together), together
+        assert qwen2vl.model.model.rope_deltas is None
+        assert qwen2vl.vision.grid(IMAGES[3]).advance - qwen2vl.vision.grid(IMAGES[3]).length != track.delta()
     finally:
         handle.remove()
-    for m, d in ((msgs, first), (second_msgs, second), (third_msgs, third)):
-        assert list(d.token_ids) == oracle.chat(m, MAX)
+    for m, d, n in ((msgs, first, MAX), (second_msgs, second, MAX), (third_msgs, third, MAX), *zip(pair, together, (8, 8))):
+        assert list(d.token_ids) == oracle.chat(m, n)
 
 
 def test_a_new_image_in_the_history_rebuilds_from_where_it_differs(vlm, vlm_oracle, tower_calls):
