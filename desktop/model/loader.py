@@ -222,7 +222,7 @@ def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
             log.info("Full processor of %s not loaded (%s); loading its image side only", folder, exc)
             model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
             try:
-                processor = load_images_only(folder, model_type, NO_REMOTE)
+                processor = load_images_only(folder, model_type)
             except (ValueError, ImportError):
                 raise exc from None
     tokenizer = getattr(processor, "tokenizer", None)

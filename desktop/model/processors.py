@@ -25,9 +25,10 @@ def images_only(cls: type) -> type:
     return type(f"{cls.__name__}ImagesOnly", (cls,), {"__init__": __init__, "__module__": __name__})
 
 
-def load_images_only(folder: Path, model_type: str, local: dict[str, Any]) -> Any:
+def load_images_only(folder: Path, model_type: str) -> Any:
     """The images-only processor of the folder's model type (its tokenizer, image processor and
-    chat template from the folder); ValueError where the type has no processor class."""
+    chat template from the folder; nothing downloaded, no code from the folder run); ValueError
+    where the type has no processor class."""
     import transformers
     from transformers import AutoImageProcessor, AutoTokenizer
     from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
@@ -36,8 +37,8 @@ def load_images_only(folder: Path, model_type: str, local: dict[str, Any]) -> An
     cls = getattr(transformers, name, None) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"no processor class for model type {model_type!r}")
-    tokenizer = AutoTokenizer.from_pretrained(folder, **local)
-    images = AutoImageProcessor.from_pretrained(folder, **local)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+    images = AutoImageProcessor.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     template = getattr(tokenizer, "chat_template", None)
     saved = folder / "chat_template.json"  # the processor's template, in the older file
     if not template and saved.is_file():
