@@ -1,7 +1,8 @@
 """Images in the KV cache, measured on a random-init VLM sized like a small real one (built from a
 config, no download): LLaVA-style, a CLIP/SigLIP-B-sized vision tower (768 wide, 12 layers,
 384 px in 16 px patches: 576 image positions) and a SmolLM2-135M-sized Llama (576 wide, 30
-layers), fp32.
+layers), fp32. `--arch qwen2vl`: the same sizes as a Qwen2-VL (its own vision tower in 14 px
+patches merged 2×2, M-RoPE positions; a 640×480 image takes 391 positions).
 
 A conversation: a system prompt, a user turn with one 640×480 photo-like image and a question,
 a reply, then a text follow-up. The reply is a fixed sentence, not the random model's own output
@@ -42,6 +43,7 @@ from desktop.model.images import ImageData  # noqa: E402
 from desktop.model.loader import assemble  # noqa: E402
 from desktop.model.messages import Message  # noqa: E402
 from desktop.model.params import SamplingParams  # noqa: E402
+from desktop.model.tiny_qwen2vl import tiny_qwen2vl  # noqa: E402
 from desktop.model.tiny_vlm import tiny_vlm  # noqa: E402
 from desktop.protocol import Chat, Done  # noqa: E402
 from desktop.workers.config import WorkerConfig  # noqa: E402
@@ -51,6 +53,10 @@ SMALL = dict(image_size=384, patch_size=16, vision_hidden=768, vision_layers=12,
              hidden=576, layers=30, heads=9, kv_heads=3, intermediate=1536, std=0.02)
 QUICK = dict(image_size=96, patch_size=16, vision_hidden=128, vision_layers=2, vision_heads=4, hidden=128, layers=4,
              heads=4, kv_heads=2, std=0.02)
+SMALL_QWEN = dict(patch=14, vision_dim=768, vision_layers=12, vision_heads=12, hidden=576, layers=30, heads=9, kv_heads=3,
+                  intermediate=1536, std=0.02, min_positions=4, max_positions=1024)
+QUICK_QWEN = dict(patch=14, vision_dim=128, vision_layers=2, vision_heads=4, hidden=128, layers=4, heads=4, kv_heads=2,
+                  std=0.02, min_positions=4, max_positions=96)
 REPLY = "The picture shows a smooth colour gradient, dark at the top left and bright at the bottom right, with fine noise."
 SYSTEM = "You are a careful assistant. Describe pictures plainly and answer questions about them briefly. " * 3
 
@@ -80,6 +86,7 @@ def run(client: LocalClient, rid: str, msgs: list[Message], max_tokens: int) -> 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a much smaller model: a smoke run of the bench")
+    p.add_argument("--arch", choices=["llava", "qwen2vl"], default="llava", help="LLaVA-style, or Qwen2-VL (M-RoPE)")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
@@ -87,9 +94,10 @@ def main() -> None:
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    sizes = QUICK if args.quick else SMALL
+    qwen = args.arch == "qwen2vl"
+    sizes = (QUICK_QWEN if args.quick else SMALL_QWEN) if qwen else (QUICK if args.quick else SMALL)
     t0 = time.perf_counter()
-    model, processor = tiny_vlm(**sizes)
+    model, processor = (tiny_qwen2vl if qwen else tiny_vlm)(**sizes)
     model = model.to(args.device)
     lm = assemble(model, processor.tokenizer, "bench-vlm", args.device, "float32", processor)
     build_s = time.perf_counter() - t0
@@ -98,20 +106,22 @@ def main() -> None:
     positions = lm.vision.prepare(image).positions
 
     encodes = []
-    pixels = lm.vision.model_inputs([image], model.device, model.dtype)["pixel_values"]
+    pixels = lm.vision.model_inputs([image], model.device, model.dtype)
     with torch.no_grad():
-        model.model.get_image_features(pixel_values=pixels)  # warm-up
+        model.model.get_image_features(**pixels)  # warm-up
         for _ in range(args.reps):
             t = time.perf_counter()
-            model.model.get_image_features(pixel_values=pixels)
+            model.model.get_image_features(**pixels)
             if args.device != "cpu":
                 torch.cuda.synchronize()
             encodes.append(1000 * (time.perf_counter() - t))
 
     encoded = [0]
-    hook = model.model.vision_tower.register_forward_hook(
-        lambda m, a, kw, out: encoded.__setitem__(0, encoded[0] + kw.get("pixel_values", a[0] if a else None).shape[0]),
-        with_kwargs=True)
+    def count(module, args, kwargs, out):  # images encoded: LLaVA's pixel batch, Qwen2-VL's grid rows
+        batch = kwargs["grid_thw"] if qwen else kwargs.get("pixel_values", args[0] if args else None)
+        encoded[0] += batch.shape[0]
+
+    hook = (model.model.visual if qwen else model.model.vision_tower).register_forward_hook(count, with_kwargs=True)
     warm = LocalClient(lm, WorkerConfig(num_slots=4, cache_mode="imc+spc"))
     cold = LocalClient(lm, WorkerConfig(num_slots=2, cache_mode="off"))
     run(warm, "warm-up", [Message("user", "Warm up.", (photo(1),))], 1)  # first-call costs, another image
@@ -135,7 +145,10 @@ def main() -> None:
     hook.remove()
     med = statistics.median
     result = {
-        "model": "random-init LLaVA-style (quick)" if args.quick else "random-init LLaVA-style, SigLIP-B/16-384 + SmolLM2-135M sized",
+        "model": (f"random-init {'Qwen2-VL' if qwen else 'LLaVA-style'} (quick)" if args.quick else
+                  "random-init Qwen2-VL (M-RoPE), ViT-B/14-sized tower + SmolLM2-135M sized" if qwen else
+                  "random-init LLaVA-style, SigLIP-B/16-384 + SmolLM2-135M sized"),
+        "arch": args.arch,
         "params_m": round(params / 1e6, 1),
         "device": args.device,
         "build_s": round(build_s, 2),

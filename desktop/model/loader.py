@@ -37,6 +37,7 @@ DTYPE_SIZES = {"float32": 4, "bfloat16": 2, "float16": 2}
 MAX_CONTEXT = 131072  # configs may claim 1M+ positions; nothing here would fill that
 TINY_NAME = "omnidesk-tiny"
 TINY_VLM_NAME = "omnidesk-tiny-vlm"
+TINY_QWEN2VL_NAME = "omnidesk-tiny-qwen2vl"
 PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """What to load and where. `source`: "default" (embedded SmolLM2), "tiny" (test model),
-    "tiny-vlm" (test vision model), a local Hugging Face model folder (a text or an
+    "tiny-vlm" (test vision model, LLaVA-style), "tiny-qwen2vl" (test vision model, M-RoPE), a local Hugging Face model folder (a text or an
     image-text-to-text model), or a .gguf file."""
 
     source: str = "default"
@@ -104,6 +105,8 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
         name, (model, tokenizer) = TINY_NAME, _load_tiny(spec, report)
     elif spec.source == "tiny-vlm":
         name, (model, tokenizer, processor) = TINY_VLM_NAME, _load_tiny_vlm(spec, report)
+    elif spec.source == "tiny-qwen2vl":
+        name, (model, tokenizer, processor) = TINY_QWEN2VL_NAME, _load_tiny_vlm(spec, report, qwen2vl=True)
     elif spec.source == "default":
         with _load_errors("the embedded default model"):
             folder = ensure_converted(report)
@@ -173,12 +176,15 @@ def _load_tiny(spec: ModelSpec, report: Progress):
     return model, tokenizer
 
 
-def _load_tiny_vlm(spec: ModelSpec, report: Progress):
-    from desktop.model.tiny_vlm import tiny_vlm
+def _load_tiny_vlm(spec: ModelSpec, report: Progress, qwen2vl: bool = False):
+    if qwen2vl:
+        from desktop.model.tiny_qwen2vl import tiny_qwen2vl as build
+    else:
+        from desktop.model.tiny_vlm import tiny_vlm as build
 
     report("Loading model…", None)
     with _load_errors("the tiny test vision model"):
-        model, processor = tiny_vlm(dtype=spec.dtype)
+        model, processor = build(dtype=spec.dtype)
         model = model.to(spec.device)
     return model, processor.tokenizer, processor
 
@@ -208,7 +214,17 @@ def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
     _check_folder(folder, vision=True)
     report("Loading processor…", None)
     with _load_errors(f"the processor in {folder}"):
-        processor = AutoProcessor.from_pretrained(folder, **NO_REMOTE)
+        try:
+            processor = AutoProcessor.from_pretrained(folder, **NO_REMOTE)
+        except ImportError as exc:  # e.g. a video processor that needs torchvision: images need none of it
+            from desktop.model.processors import load_images_only
+
+            log.info("Full processor of %s not loaded (%s); loading its image side only", folder, exc)
+            model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+            try:
+                processor = load_images_only(folder, model_type)
+            except (ValueError, ImportError):
+                raise exc from None
     tokenizer = getattr(processor, "tokenizer", None)
     if tokenizer is None or getattr(processor, "image_processor", None) is None:
         raise ModelLoadError(f"The processor in {folder} has no tokenizer and image processor; the vision model's files are incomplete.")

@@ -6,10 +6,16 @@ An image in a message is rendered by the chat template as the processor's image 
 processor turns that token into the model's run of placeholder ids (LLaVA: one per patch) and
 the image into pixel tensors. In a worker's ids the placeholders become the image's key
 (images.ImageData.key); the runner maps them back to the placeholder id and passes the tensors
-with exactly the chunk that holds them, so the vision tower runs once per image in a slot."""
+with exactly the chunk that holds them, so the vision tower runs once per image in a slot.
+
+M-RoPE models (Qwen2-VL: `get_rope_index`) also need each image's grid (`Vision.grid`): the
+runner gives image and text positions their 3-D rotary indices itself (model/mrope.py). At load,
+those indices are checked against the model's own `get_rope_index` on a probe prompt; a model
+whose indices differ (another M-RoPE variant) is refused."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -17,7 +23,9 @@ from typing import Any, Sequence
 
 from desktop.errors import InvalidRequest, ModelLoadError
 from desktop.model.images import ImageData
+from desktop.model.mrope import Grid, RopeTrack
 
+log = logging.getLogger(__name__)
 PREPARED = 32  # images whose tensors are kept (the template counts tokens, the runner encodes)
 
 
@@ -37,8 +45,11 @@ class Prepared:
 class Vision:
     """The image side of a loaded VLM: its processor, image token and placeholder id."""
 
-    def __init__(self, processor: Any, placeholder_id: int, image_token: str, name: str = "the model") -> None:
+    def __init__(self, processor: Any, placeholder_id: int, image_token: str, name: str = "the model",
+                 merge: int | None = None) -> None:
+        """`merge`: for an M-RoPE model, the patches merged per side into one position (else None)."""
         self.processor, self.placeholder_id, self.image_token, self.name = processor, placeholder_id, image_token, name
+        self.merge = merge
         self._cache: OrderedDict[bytes, Prepared] = OrderedDict()
         self._lock = threading.Lock()
         self._probe()
@@ -46,10 +57,8 @@ class Vision:
     @classmethod
     def from_processor(cls, processor: Any, config: Any, name: str, model: Any = None) -> "Vision":
         """From a model's processor and config; ModelLoadError where the pair cannot take images
-        (or the model places image positions in 2-D: M-RoPE, not yet supported)."""
-        if model is not None and any(hasattr(m, "get_rope_index") for m in (model, getattr(model, "model", None))):
-            raise ModelLoadError(f"{name} gives image positions 2-D rotary positions (M-RoPE, as Qwen2-VL does); "
-                                 "Omnidesk's KV cache does not support that yet. LLaVA-style models are supported.")
+        (or places image positions by an M-RoPE rule other than Qwen2-VL's)."""
+        rope_model = next((m for m in (getattr(model, "model", None), model) if hasattr(m, "get_rope_index")), None)
         if getattr(processor, "image_processor", None) is None:
             raise ModelLoadError(f"The processor of {name} has no image processor (preprocessor_config.json); it cannot read images.")
         token = getattr(processor, "image_token", None)
@@ -58,18 +67,56 @@ class Vision:
             pid = getattr(config, "image_token_index", None)
         if not isinstance(token, str) or pid is None:
             raise ModelLoadError(f"{name} names no image token; Omnidesk cannot place images in its prompt.")
-        return cls(processor, int(pid), token, name)
+        if rope_model is None:
+            return cls(processor, int(pid), token, name)
+        merge = getattr(getattr(config, "vision_config", None), "spatial_merge_size", None)
+        if not isinstance(merge, int) or merge < 1:
+            raise ModelLoadError(f"{name} uses M-RoPE but names no spatial_merge_size; Omnidesk cannot place its image positions.")
+        vision = cls(processor, int(pid), token, name, merge)
+        vision._check_mrope(rope_model)
+        return vision
+
+    @property
+    def mrope(self) -> bool:
+        """Whether image positions take 3-D rotary indices (Qwen2-VL style; see model/mrope.py)."""
+        return self.merge is not None
+
+    def grid(self, image: ImageData) -> Grid:
+        """The image's t × h × w grid in the language model's positions (M-RoPE models)."""
+        thw = self.prepare(image).tensors.get("image_grid_thw")
+        if thw is None or self.merge is None:
+            raise InvalidRequest(f"The processor of {self.name} gives no image grid; it cannot place this image.")
+        t, h, w = (int(v) for v in thw.reshape(-1, 3)[0].tolist())
+        return Grid(t, h // self.merge, w // self.merge)
+
+    def _check_mrope(self, rope_model: Any) -> None:
+        """Our 3-D indices must equal the model's own get_rope_index on a probe prompt (text, a
+        wide image, text, a tall image, text); ModelLoadError if they differ or it cannot tell."""
+        import torch
+
+        probes = [_blank(72, 24), _blank(24, 56)]
+        grids = [self.grid(p) for p in probes]
+        ids: list[int] = [1, 2, 3]
+        for probe, grid in zip(probes, grids):
+            ids += [probe.key] * grid.length + [4, 5]
+        expected = RopeTrack().positions(0, ids, lambda key: grids[[p.key for p in probes].index(key)])
+        tensor = torch.tensor([[self.placeholder_id if t < 0 else t for t in ids]])
+        thw = torch.cat([self.prepare(p).tensors["image_grid_thw"].reshape(-1, 3) for p in probes])
+        try:
+            theirs, _ = rope_model.get_rope_index(input_ids=tensor, mm_token_type_ids=(tensor == self.placeholder_id).int(),
+                                                  image_grid_thw=thw)
+            same = theirs[:, 0].tolist() == expected
+        except Exception as exc:  # another signature or rule
+            log.info("get_rope_index of %s did not run on the probe: %s", self.name, exc)
+            same = False
+        if not same:
+            raise ModelLoadError(f"{self.name} places image positions by a rotary rule (M-RoPE) other than Qwen2-VL's; "
+                                 "Omnidesk's KV cache does not support it yet. LLaVA-style and Qwen2-VL-style models are supported.")
 
     def _probe(self) -> None:
         """One blank image through the processor: its placeholders must form one run (LLaVA-style);
-        models that tile an image into several runs (Idefics3, Qwen2-VL's M-RoPE) are not yet taken."""
-        import io
-
-        from PIL import Image
-
-        buf = io.BytesIO()
-        Image.new("RGB", (64, 48), (127, 127, 127)).save(buf, "PNG")
-        probe = ImageData.from_bytes(buf.getvalue())
+        models that tile an image into several runs (Idefics3, SmolVLM) are not yet taken."""
+        probe = _blank(64, 48)
         try:
             prepared = self.prepare(probe)
         except InvalidRequest as exc:
@@ -127,3 +174,14 @@ class Vision:
             value = torch.cat([p[key] for p in parts])
             out[key] = value.to(device, dtype) if value.is_floating_point() else value.to(device)
         return out
+
+
+def _blank(width: int, height: int) -> ImageData:
+    """A grey probe image."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), (127, 127, 127)).save(buf, "PNG")
+    return ImageData.from_bytes(buf.getvalue())

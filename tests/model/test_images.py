@@ -184,6 +184,36 @@ def test_a_vlm_folder_without_its_processor_is_refused(vlm_folder, tmp_path):
         load_model(ModelSpec(str(broken)))
 
 
+def test_a_qwen2vl_folder_loads_without_torchvision(tmp_path):
+    """A Qwen2-VL folder as published (its processor wants a torchvision video processor, which
+    this app does not install) loads with the image side of its processor only; same ids and
+    logits as the model it was saved from."""
+    import json
+
+    from desktop.model.tiny_qwen2vl import tiny_qwen2vl
+
+    model, processor = tiny_qwen2vl()
+    folder = tmp_path / "tiny-qwen2-vl"
+    model.save_pretrained(folder)
+    processor.tokenizer.save_pretrained(folder)
+    processor.image_processor.save_pretrained(folder)
+    config = json.loads((folder / "preprocessor_config.json").read_text())
+    (folder / "preprocessor_config.json").write_text(json.dumps({**config, "image_processor_type": "Qwen2VLImageProcessor"}))
+    lm = load_model(ModelSpec(str(folder)))
+    assert lm.vision.mrope and "ImagesOnly" in type(lm.vision.processor).__name__
+    image = ImageData.from_bytes(png(size=(40, 30)))
+    msgs = [Message("user", "describe", (image,))]
+    ids = lm.template.prompt_ids(msgs)
+    assert ids.count(image.key) == lm.vision.grid(image).length == 20
+    tensor = torch.tensor([[lm.vision.placeholder_id if x < 0 else x for x in ids]])
+    inputs = lm.vision.model_inputs([image], "cpu", torch.float32)
+    pos, _ = lm.model.model.get_rope_index(tensor, (tensor == lm.vision.placeholder_id).int(), inputs["image_grid_thw"])
+    with torch.no_grad():
+        got = lm.model(input_ids=tensor, position_ids=pos, **inputs).logits
+        want = model(input_ids=tensor, position_ids=pos, **inputs).logits
+    assert torch.allclose(got, want, atol=1e-5)
+
+
 def test_images_cross_the_worker_process_pipe_intact():
     import pickle
 
@@ -220,19 +250,29 @@ def test_models_that_split_an_image_are_refused_at_load():
         Vision.from_processor(NoImages(), object(), "half a model")
 
 
-def test_m_rope_models_are_refused_at_load():
-    """Qwen2-VL-style models (a model with get_rope_index: 2-D positions for image tokens) are
-    refused with a clear message rather than served with wrong positions."""
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
-
+def test_qwen2vl_loads_with_m_rope_positions_checked_against_its_own_rope_index():
+    """The tiny Qwen2-VL loads as an M-RoPE vision model (its 3-D indices equal get_rope_index's on
+    the load probe); a model whose M-RoPE rule differs is refused with a clear message."""
+    from desktop.model.mrope import Grid
+    from desktop.model.tiny_qwen2vl import tiny_qwen2vl
     from desktop.model.vision import Vision
 
-    cfg = Qwen2VLConfig(text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-                                         num_key_value_heads=2, vocab_size=400),
-                        vision_config=dict(depth=1, embed_dim=32, hidden_size=32, num_heads=4))
-    model = Qwen2VLForConditionalGeneration(cfg)
+    lm = load_model(ModelSpec("tiny-qwen2vl"))
+    assert lm.supports_images and lm.vision.mrope and lm.name == "omnidesk-tiny-qwen2vl"
+    image = ImageData.from_bytes(png(size=(64, 20)))
+    assert lm.vision.grid(image) == Grid(1, 2, 8)  # 16×64 pixels after resizing: 2 × 8 positions, advance 8
+    assert lm.vision.prepare(image).positions == 16
+
+    model, processor = tiny_qwen2vl()
+    rule = model.model.get_rope_index
+
+    def other_rule(*args, **kwargs):  # plain 1-D positions, images included
+        pos, deltas = rule(*args, **kwargs)
+        return torch.arange(pos.shape[-1]).expand_as(pos), deltas
+
+    model.model.get_rope_index = other_rule
     with pytest.raises(ModelLoadError, match="M-RoPE"):
-        Vision.from_processor(object(), model.config, "tiny-qwen2-vl", model)
+        Vision.from_processor(processor, model.config, "another-mrope", model)
 
 
 def test_a_truncated_jpeg_is_refused_when_attached():

@@ -1,7 +1,8 @@
-"""The cache invariant with images (issue 11, part 3): on the tiny VLM (LLaVA-style, fp32,
-greedy), output with the KV cache equals an uncached run over random conversations with images
-at random turns, edits and regenerations, integrity checked every step; and the vision tower
-runs once per image in a slot (a text follow-up does not encode the image again)."""
+"""The cache invariant with images (issue 11, part 3): on the tiny VLMs (LLaVA-style, and
+Qwen2-VL with M-RoPE: 3-D rotary positions for image tokens; fp32, greedy), output with the KV
+cache equals an uncached run over random conversations with images at random turns, edits and
+regenerations, integrity checked every step; and the vision tower runs once per image in a slot
+(a text follow-up does not encode the image again)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from worker_helpers import chat, make_client, request_for
+from worker_helpers import chat, make_client, request_for, run_all
 
 from desktop.model.images import ImageData, safe_cut
 from desktop.model.loader import ModelSpec, load_model
@@ -41,7 +42,9 @@ IMAGES = [make_image(i, size) for i, size in enumerate([(40, 30), (32, 32), (64,
 class VisionOracle:
     """Greedy generation with no cache reuse: the canonical ids of the whole prompt in one
     forward, the image positions as the model's image token and every image's pixels from the
-    processor itself (not the worker's Vision), every time."""
+    processor itself (not the worker's Vision), every time. An M-RoPE model gets the position
+    ids of its own get_rope_index over the whole prompt, and decode steps that position plus
+    the prompt's rope delta (explicitly: never the delta the model keeps on itself)."""
 
     def __init__(self, lm) -> None:
         self.lm = lm
@@ -58,9 +61,14 @@ class VisionOracle:
             return self.memo[key]
         model, vision = self.lm.model, self.lm.vision
         ids = torch.tensor([[model.config.image_token_id if t < 0 else t for t in prompt]])
-        extra = {}
+        extra, delta = {}, 0
         if images:
-            extra["pixel_values"] = vision.processor.image_processor([im.pil() for im in images], return_tensors="pt")["pixel_values"]
+            pixels = vision.processor.image_processor([im.pil() for im in images], return_tensors="pt")
+            extra = {k: v for k, v in pixels.items() if k in ("pixel_values", "image_grid_thw")}
+        if vision.mrope:
+            pos, deltas = model.model.get_rope_index(ids, mm_token_type_ids=(ids == model.config.image_token_id).int(),
+                                                     image_grid_thw=extra.get("image_grid_thw"))
+            extra["position_ids"], delta = pos, int(deltas[0, 0])
         from desktop.model import kv
 
         cache = kv.new_cache(model.config)
@@ -71,7 +79,10 @@ class VisionOracle:
             out.append(token)
             if token in self.lm.template.eos_ids or len(out) >= max_tokens:
                 break
-            logits = model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True).logits[0, -1]
+            step = {}
+            if vision.mrope:
+                step["position_ids"] = torch.full((3, 1, 1), kv.cache_len(cache) + delta)
+            logits = model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True, **step).logits[0, -1]
         self.memo[key] = out
         return out
 
@@ -84,6 +95,49 @@ def vlm():
 @pytest.fixture(scope="module")
 def vlm_oracle(vlm):
     return VisionOracle(vlm)
+
+
+@pytest.fixture(scope="module")
+def qwen2vl():
+    return load_model(ModelSpec("tiny-qwen2vl"))
+
+
+@pytest.fixture(scope="module")
+def qwen2_5vl():
+    from desktop.model.loader import assemble
+    from desktop.model.tiny_qwen2vl import tiny_qwen2vl
+
+    model, processor = tiny_qwen2vl(v2_5=True)
+    return assemble(model, processor.tokenizer, "tiny-qwen2.5-vl", "cpu", "float32", processor)
+
+
+def _with_oracle(request, name: str):
+    """(model, oracle) by fixture name, one oracle per model in the module (its memo shared)."""
+    oracles = request.getfixturevalue("oracles")
+    lm = request.getfixturevalue(name)
+    if name not in oracles:
+        oracles[name] = VisionOracle(lm)
+    return lm, oracles[name]
+
+
+@pytest.fixture(scope="module")
+def oracles():
+    return {}
+
+
+@pytest.fixture(scope="module", params=["vlm", "qwen2vl", "qwen2_5vl"])
+def each_vlm(request):
+    """(model, oracle) of each architecture: LLaVA-style, then M-RoPE (Qwen2-VL, Qwen2.5-VL)."""
+    return _with_oracle(request, request.param)
+
+
+@pytest.fixture(scope="module", params=["qwen2vl", "qwen2_5vl"])
+def mrope_vlm(request):
+    """(model, oracle) of each M-RoPE architecture: Qwen2-VL, then Qwen2.5-VL (same positions,
+    a windowed vision tower)."""
+    lm, oracle = _with_oracle(request, request.param)
+    assert lm.vision.mrope
+    return lm, oracle
 
 
 @pytest.fixture
@@ -107,6 +161,7 @@ OPS = st.one_of(
     st.tuples(st.just("regen"), st.integers(0, 1)),
     st.tuples(st.just("edit"), st.integers(0, 1), st.integers(0, 9), TEXT, PICS),
     st.tuples(st.just("system"), st.integers(0, 1), TEXT),
+    st.tuples(st.just("both"), TEXT, PICS, TEXT, PICS),  # a turn in each conversation at once: they decode as one batch
 )
 
 
@@ -114,12 +169,35 @@ OPS = st.one_of(
 @given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
        chunk=st.sampled_from([8, 16, 64]))
 def test_cached_equals_uncached_with_images(vlm, vlm_oracle, mode, num_slots, ops, chunk):
+    cached_equals_uncached(vlm, vlm_oracle, mode, num_slots, ops, chunk)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 3), ops=st.lists(OPS, min_size=1, max_size=7),
+       chunk=st.sampled_from([8, 16, 64]))
+def test_cached_equals_uncached_with_images_m_rope(mrope_vlm, mode, num_slots, ops, chunk):
+    """The same on the M-RoPE models: every image's positions, and the text after it, as the
+    model's get_rope_index gives them for the whole prompt, whatever was cached or batched."""
+    cached_equals_uncached(*mrope_vlm, mode, num_slots, ops, chunk)
+
+
+def cached_equals_uncached(vlm, vlm_oracle, mode, num_slots, ops, chunk) -> None:
     client = make_client(vlm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=chunk,
                          prefill_budget=chunk + 8, runner="auto")
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], []]
+    pictures = lambda picked: [IMAGES[i] for i in picked]  # noqa: E731
     for n, op in enumerate(ops):
+        if op[0] == "both":
+            requests = [request_for(("turn", i, *op[1 + 2 * i : 3 + 2 * i]), convs[i], pictures=pictures) for i in (0, 1)]
+            events = run_all(client, [Chat(f"r{n}.{i}", tuple(m), SamplingParams(max_tokens=MAX)) for i, m in enumerate(requests)])
+            for i, msgs in enumerate(requests):
+                done = events[f"r{n}.{i}"][-1]
+                assert isinstance(done, Done), done
+                assert list(done.token_ids) == vlm_oracle.chat(msgs, MAX), (mode, op, i, done.stats)
+                convs[i].append(Message("assistant", done.text))
+            continue
         conv = convs[op[1]]
-        msgs = request_for(op, conv, pictures=lambda picked: [IMAGES[i] for i in picked])
+        msgs = request_for(op, conv, pictures=pictures)
         done = chat(client, f"r{n}", msgs, MAX)
         assert list(done.token_ids) == vlm_oracle.chat(msgs, MAX), (mode, op, done.stats)
         conv.append(Message("assistant", done.text))
@@ -145,6 +223,43 @@ def test_text_follow_up_does_not_encode_the_image_again(vlm, vlm_oracle, tower_c
         assert list(d.token_ids) == vlm_oracle.chat(m, MAX)
 
 
+def test_qwen2vl_follow_ups_extend_the_kv_with_image_places_recorded(qwen2vl):
+    """M-RoPE: a text follow-up reuses the image's KV (the vision tower does not run again) and
+    continues from the image's rope delta; the slot records each image's positions; two slots
+    with different deltas decode as one batch; the model's own `rope_deltas` (one per model,
+    wrong across slots) is never set."""
+    oracle, calls = VisionOracle(qwen2vl), [0]
+    handle = qwen2vl.model.model.visual.register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    try:
+        client = make_client(qwen2vl, num_slots=2, prefill_chunk=8, prefill_budget=16)
+        msgs = [Message("user", "What is this?", (IMAGES[0],))]
+        first = chat(client, "a", msgs, MAX)
+        second_msgs = msgs + [Message("assistant", first.text), Message("user", "Tell me more.")]
+        second = chat(client, "b", second_msgs, MAX)
+        assert calls[0] == 1 and second.stats.kind == MatchKind.EXTEND.value
+        third_msgs = second_msgs + [Message("assistant", second.text), Message("user", "And this?", (IMAGES[2],))]
+        third = chat(client, "c", third_msgs, MAX)
+        assert calls[0] == 2 and third.stats.kind == MatchKind.EXTEND.value
+        slot = client.worker.table.slots[third.stats.slot]
+        grids = [qwen2vl.vision.grid(IMAGES[0]), qwen2vl.vision.grid(IMAGES[2])]
+        assert [(s.key, s.length) for s in slot.images] == [(IMAGES[0].key, grids[0].length), (IMAGES[2].key, grids[1].length)]
+        track = client.worker.runner.tracks[third.stats.slot]
+        assert [(p.start, p.length, p.advance) for p in track.spans] == [(s.start, g.length, g.advance) for s, g in zip(slot.images, grids)]
+        assert track.delta() == sum(g.advance - g.length for g in grids) < 0
+        # two conversations whose images leave different rope deltas decode as one batch, each row its own
+        pair = [third_msgs + [Message("assistant", third.text), Message("user", "Compare them.")],
+                [Message("user", "Now this one.", (IMAGES[3],))]]
+        events = run_all(client, [Chat(f"d{i}", tuple(m), SamplingParams(max_tokens=8)) for i, m in enumerate(pair)])
+        together = [events[f"d{i}"][-1] for i in (0, 1)]
+        assert all(isinstance(d, Done) for d in together), together
+        assert qwen2vl.model.model.rope_deltas is None
+        assert qwen2vl.vision.grid(IMAGES[3]).advance - qwen2vl.vision.grid(IMAGES[3]).length != track.delta()
+    finally:
+        handle.remove()
+    for m, d, n in ((msgs, first, MAX), (second_msgs, second, MAX), (third_msgs, third, MAX), *zip(pair, together, (8, 8))):
+        assert list(d.token_ids) == oracle.chat(m, n)
+
+
 def test_a_new_image_in_the_history_rebuilds_from_where_it_differs(vlm, vlm_oracle, tower_calls):
     client = make_client(vlm, num_slots=1, prefill_chunk=64, prefill_budget=64)
     head = [Message("system", "Be brief."), Message("user", "first", (IMAGES[0],)), Message("assistant", "ok")]
@@ -167,10 +282,11 @@ SESSION_OPS = st.lists(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=SESSION_OPS, chunk=st.sampled_from([8, 64]))
-def test_a_session_with_images_equals_uncached(vlm, vlm_oracle, ops, chunk):
+def test_a_session_with_images_equals_uncached(each_vlm, ops, chunk):
     """A video call's session: user turns with camera frames appended to the KV as they come,
     replies generated and truncated to what was heard; each reply equals an uncached run over
-    exactly the session's ids and images, and the vision tower sees each image once."""
+    exactly the session's ids and images."""
+    vlm, vlm_oracle = each_vlm
     from desktop.protocol import AppendInput, CreateSession, Generate, TruncateReply
 
     t = vlm.template

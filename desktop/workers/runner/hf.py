@@ -1,6 +1,10 @@
 """HFRunner: the Runner for any transformers causal LM. Each slot's KV is a batch-1 DynamicCache;
 the running slots are stacked, left-padded, into one DecodeBatch (model/kv.py) that stays built
-between decode steps and changes only when a row joins or leaves."""
+between decode steps and changes only when a row joins or leaves.
+
+With an M-RoPE vision model (Qwen2-VL) each slot also keeps a RopeTrack (model/mrope.py): every
+prefill chunk and decode step passes explicit 3-D position ids, each row its own (the model's
+own fallback keeps one `rope_deltas` for the whole model, wrong for several slots)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import torch
 from desktop.errors import InvalidRequest
 from desktop.model import kv
 from desktop.model.images import NO_IMAGES
+from desktop.model.mrope import RopeTrack
 from desktop.model.sampling import Sampler
 from desktop.workers.runner.base import DecodeRow, Runner, sample_rows
 
@@ -25,6 +30,8 @@ class HFRunner(Runner):
         self.caches: list[Any] = [None] * num_slots  # a slot's own cache while it is not a batch row
         self.batch = kv.DecodeBatch()  # rows keyed by slot index
         self._hooks: list[Any] = []
+        self.mrope = bool(vision is not None and getattr(vision, "mrope", False))
+        self.tracks = [RopeTrack() for _ in range(num_slots)]  # used with M-RoPE only
 
     # ------------------------------------------------------------------ forwards
 
@@ -34,7 +41,11 @@ class HFRunner(Runner):
         cache = self._own(slot)
         if cache is None:
             cache = self.caches[slot] = kv.new_cache(self.model.config)
+        if self.mrope:
+            rows = self.tracks[slot].positions(kv.cache_len(cache), ids, lambda key: self.vision.grid(self._image(key, media)))
         ids, extra = self._with_images(list(ids), media)
+        if self.mrope:
+            extra["position_ids"] = torch.tensor(rows, device=self.device).unsqueeze(1)  # [3, 1, T]
         out = self.model(input_ids=kv.as_batch(ids, self.device), past_key_values=cache,
                          use_cache=True, logits_to_keep=1, **extra)
         if sample is None:
@@ -54,9 +65,7 @@ class HFRunner(Runner):
             if ids[i] >= 0:
                 i += 1
                 continue
-            image = (media or {}).get(ids[i])
-            if image is None:
-                raise InvalidRequest("An image of this conversation is missing from the request; send the conversation again.")
+            image = self._image(ids[i], media)
             n = sum(1 for t in self.vision.prepare(image).ids if t == ids[i])
             if ids[i : i + n] != [ids[i]] * n:
                 raise RuntimeError(f"A prefill chunk splits an image at position {i}")  # the scheduler never does
@@ -65,13 +74,25 @@ class HFRunner(Runner):
         extra = self.vision.model_inputs(images, self.device, self.model.dtype)
         return [self.vision.placeholder_id if t < 0 else t for t in ids], extra
 
+    @staticmethod
+    def _image(key: int, media: Mapping[int, Any] | None) -> Any:
+        image = (media or {}).get(key)
+        if image is None:
+            raise InvalidRequest("An image of this conversation is missing from the request; send the conversation again.")
+        return image
+
     @torch.no_grad()
     def decode(self, rows: Sequence[DecodeRow]) -> list[int | Exception]:
         self._regroup([r.slot for r in rows])
         by_slot = {r.slot: r for r in rows}
         ordered = [by_slot[s] for s in self.batch.keys]  # the batch's row order
         try:
-            out = self.model(**self.batch.step_inputs([r.token for r in ordered], self.device), use_cache=True)
+            inputs = self.batch.step_inputs([r.token for r in ordered], self.device)
+            if self.mrope:  # text: all three indices = the row's KV index + its own rope delta
+                deltas = torch.tensor([[self.tracks[s].delta(self.batch.row_len(s))] for s in self.batch.keys],
+                                      device=self.device)
+                inputs["position_ids"] = (inputs["position_ids"] + deltas).unsqueeze(0).expand(3, -1, -1)
+            out = self.model(**inputs, use_cache=True)
         except BaseException:  # the batched cache is now unreliable: every row's KV is gone
             self.batch = kv.DecodeBatch()
             raise
@@ -111,25 +132,32 @@ class HFRunner(Runner):
         cache = self._own(slot)
         if cache is not None:
             kv.crop_to(cache, n)
+        self.tracks[slot].crop(n)
 
     def copy_prefix(self, src: int, dst: int, n: int) -> None:
         source = self._own(src)
         self._own(dst)
         self.caches[dst] = kv.clone_prefix(source, n)
+        self.tracks[dst] = self.tracks[src].prefix(n)
 
     def clear(self, slot: int) -> None:
         self._own(slot)
         self.caches[slot] = None
+        self.tracks[slot] = RopeTrack()
 
     def export_prefix(self, slot: int, n: int) -> Any:
-        return kv.to_device(kv.clone_prefix(self._own(slot), n), "cpu")
+        """The KV copy in host memory, with the slot's image places under M-RoPE."""
+        saved = kv.to_device(kv.clone_prefix(self._own(slot), n), "cpu")
+        return (saved, self.tracks[slot].prefix(n)) if self.mrope else saved
 
     def import_prefix(self, saved: Any, slot: int) -> None:
         self._own(slot)
-        self.caches[slot] = kv.to_device(saved, self.device, copy=True)
+        cache, track = saved if self.mrope else (saved, RopeTrack())
+        self.caches[slot] = kv.to_device(cache, self.device, copy=True)
+        self.tracks[slot] = track.prefix(kv.cache_len(cache))
 
     def saved_nbytes(self, saved: Any) -> int:
-        return kv.nbytes(saved)
+        return kv.nbytes(saved[0] if self.mrope else saved)
 
     # ------------------------------------------------------------------ liveness
 
