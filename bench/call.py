@@ -80,6 +80,15 @@ async def wait(cond, timeout: float, what: str, state=lambda: "") -> None:
         await asyncio.sleep(0.01)
 
 
+def where(t: float, turns: list, onsets: list[float]) -> str:
+    """An underrun's place in the call: the turn whose reply was playing, and how far from a
+    barge-in onset (a gap right at a barge-in is the cut, not a starved speaker)."""
+    turn = next((m.turn for m in reversed(turns) if m.first_audio_t is not None and m.first_audio_t <= t), None)
+    near = min(onsets, key=lambda o: abs(t - o), default=None)
+    close = f", {1000 * (t - near):+.0f} ms from a barge-in onset" if near is not None and abs(t - near) < 2 else ""
+    return f"turn {turn}{close}"
+
+
 def silenced_at(blocks: list[tuple[float, float, float]], onset: float, hold_s: float = 0.2) -> float | None:
     """The start of the first block at or after `onset` from which the speaker stays silent for
     `hold_s`; blocks are (start, end, peak)."""
@@ -234,6 +243,7 @@ async def run(args: argparse.Namespace) -> dict:
         "ducks": call.ducker.ducks, "false_ducks": call.ducker.false_alarms,  # muted, then not confirmed
         "far_late_blocks": canceller.stats()["far_late_blocks"] if canceller is not None else None,
         "underruns": speaker.stats()["underruns"],
+        "underruns_at": [where(t, call.turns, onsets) for t in speaker.underrun_times],
         "wer": word_error_rate(" ".join(w["text"] for w in truth), " ".join(t.user_text for t in turns)),
         "kv_tokens_last": rows[-1]["kv"] if rows else None,
         **out["camera"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -63,6 +63,7 @@ class BufferedSink:
         # clock time of its first sample, e.g. the echo canceller's far-end reference. They
         # must only copy: they run on the audio thread.
         self.on_played: list[Callable[[np.ndarray, float], None]] = []
+        self.underrun_times: deque[float] = deque(maxlen=64)  # clock times of the latest underruns
 
     @property
     def volume(self) -> float:
@@ -199,7 +200,10 @@ class BufferedSink:
     def _fill(self, out: np.ndarray, now: float) -> None:
         """Copy the next block from the ring into `out` (silence where there is none)."""
         jb = self._jitter
+        dry = jb.underruns
         filled = jb.read_into(out)
+        if jb.underruns != dry:
+            self.underrun_times.append(now)  # when the speaker ran dry (the newest few kept)
         if not filled:
             return
         self._played += filled

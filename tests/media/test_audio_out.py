@@ -226,3 +226,17 @@ def test_speaker_plays_a_tone_on_the_alsa_null_device(tmp_path):
         pytest.skip(f"ALSA null device does not open here: {res.stdout.strip()}")
     played, rate, first = res.stdout.split()[1:]
     assert float(played) >= 0.19 and first == "True"
+
+
+def test_underrun_times_say_when_the_speaker_ran_dry():
+    from desktop.media.clock import VirtualClock
+    from desktop.media.fake_audio import FakeAudioOutput
+
+    clock = VirtualClock(start=5.0)
+    speaker = FakeAudioOutput(clock, device_rate=16000, pre_roll_ms=20, block_ms=20)
+    speaker.start()
+    speaker.write("r", np.full(640, 0.1, np.float32), 16000)  # 40 ms, and no end(): more was due
+    for _ in range(4):
+        clock.advance(0.02)
+        speaker.pump()
+    assert speaker.stats()["underruns"] == 1 and list(speaker.underrun_times) == [pytest.approx(5.04)]
