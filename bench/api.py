@@ -116,7 +116,7 @@ async def clients(url: str, n: int, max_tokens: int, one_by_one: bool) -> None:
 
 
 STAMPS: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("stamps", default=None)
-ARRIVED: dict[int, float] = {}  # client port → when uvicorn's protocol first got bytes on that connection
+ARRIVED: dict[int, list[float]] = {}  # client port → when uvicorn's protocol got bytes on that connection
 
 
 def stamp_arrivals() -> None:
@@ -133,7 +133,7 @@ def stamp_arrivals() -> None:
     for cls in classes:
         def data_received(self: Any, data: bytes, _inner: Any = cls.data_received) -> None:
             if self.client:
-                ARRIVED.setdefault(self.client[1], time.monotonic())
+                ARRIVED.setdefault(self.client[1], []).append(time.monotonic())
             _inner(self, data)
         cls.data_received = data_received
 
@@ -150,14 +150,16 @@ class Stamped:
         if scope["type"] != "http" or scope.get("path") != "/v1/chat/completions":
             return await self.app(scope, receive, send)
         stamps = {"app": time.monotonic()}
-        if scope.get("client") and scope["client"][1] in ARRIVED:
-            stamps["arrived"] = ARRIVED.pop(scope["client"][1])
+        arrivals = ARRIVED.get(scope["client"][1], []) if scope.get("client") else []
+        if arrivals:
+            stamps["arrived"] = arrivals[0]
         STAMPS.set(stamps)
 
         async def received() -> dict:
             message = await receive()
             if message["type"] == "http.request" and not message.get("more_body"):
                 stamps.setdefault("body", time.monotonic())
+                stamps.setdefault("body_in", arrivals[-1] if arrivals else stamps["app"])
             return message
 
         async def stamped(message: dict) -> None:
@@ -165,7 +167,11 @@ class Stamped:
             if "first" in stamps and "written" not in stamps and message["type"] == "http.response.body":
                 stamps["written"] = time.monotonic()
 
-        await self.app(scope, received, stamped)
+        try:
+            await self.app(scope, received, stamped)
+        finally:
+            if scope.get("client"):
+                ARRIVED.pop(scope["client"][1], None)
 
 
 class TimedStream:
@@ -249,39 +255,45 @@ async def through_api(url: str, n: int, max_tokens: int, one_by_one: bool) -> li
     return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
 
 
-PARTS = ("client_build", "client_send", "wire", "server_read", "body", "server_app", "server_out", "client_read")
+SERVER_PARTS = ("server_read", "server_body", "server_app", "server_out")
+PARTS = ("client_build", "client_send", "wire", "server_read", "body_wait", "server_body", "server_app", "server_out",
+         "client_read")
 
 
 def overheads(rows: list[dict[str, Any]], marks: dict[str, dict[str, float]]) -> dict[str, list[float]]:
     """Per API request (ms): ttft (at the client), overhead (client TTFT − in-server TTFT), and
     that overhead cut at each hand-over, in time order (one clock: CLOCK_MONOTONIC is system-wide):
     - client_build: create() called → httpx is handed the request (the openai client building it);
-    - client_send: → httpx starts writing the request's body (connect, headers; in the client
-      process, behind its other clients' work);
+    - client_send: → httpx starts writing the request's head (connecting; in the client process,
+      behind its other clients' work);
     - wire: → uvicorn's protocol gets the request's first bytes. Both processes are in it: the
       client's last write (one more turn of its loop), the kernel, and the bytes waiting while the
       server's loop is busy elsewhere;
-    - server_read: → the ASGI app is called (uvicorn reads and parses the request, starts its task);
-    - server_app: → the handler calls gateway.chat (middleware, routing, body, checks);
+    - server_read: → the ASGI app is called (uvicorn parses the request's head, starts its task);
+    - body_wait: → the rest of the body reaches uvicorn, if it was not there yet (httpx writes the
+      head and the body separately, with its loop's other work in between: the client's share);
+    - server_body: → the app has the whole body (the server's loop getting back to the request);
+    - server_app: → the handler calls gateway.chat (middleware, routing, checks);
     - server_out: the gateway's first token → the SSE bytes carrying it written to the socket;
     - client_read: → the openai client has parsed that delta.
-    server = server_read + server_app + server_out: the API server's own time, stamped on the
-    server's side only (the wire's share of a busy server loop is not in it)."""
+    server = server_read + server_body + server_app + server_out: the API server's own time,
+    stamped on the server's side only (the wire's share of a busy server loop is not in it)."""
     out: dict[str, list[float]] = {k: [] for k in ("ttft", "overhead", "server", *PARTS)}
     for row in rows:
         if not (row.get("ok") and "t_first" in row):
             continue
         out["ttft"].append(1000 * (row["t_first"] - row["t0"]))
         mark = marks.get(row.get("id", "").removeprefix("chatcmpl-"), {})
-        if not {"arrived", "app", "body", "call", "first", "written"} <= mark.keys() or row.get("t_written") is None:
+        if not {"arrived", "app", "body_in", "body", "call", "first", "written"} <= mark.keys() or not row.get("t_written"):
             continue
         ms = {"client_build": row["t_sent"] - row["t0"], "client_send": row["t_written"] - row["t_sent"],
               "wire": mark["arrived"] - row["t_written"], "server_read": mark["app"] - mark["arrived"],
-              "body": mark["body"] - mark["app"], "server_app": mark["call"] - mark["body"], "server_out": mark["written"] - mark["first"],
-              "client_read": row["t_first"] - mark["written"]}
+              "body_wait": max(0.0, mark["body_in"] - mark["app"]),
+              "server_body": mark["body"] - max(mark["app"], mark["body_in"]), "server_app": mark["call"] - mark["body"],
+              "server_out": mark["written"] - mark["first"], "client_read": row["t_first"] - mark["written"]}
         for k, v in ms.items():
             out[k].append(1000 * v)
-        out["server"].append(1000 * (ms["server_read"] + ms["server_app"] + ms["server_out"]))
+        out["server"].append(1000 * sum(ms[k] for k in SERVER_PARTS))
         out["overhead"].append(1000 * ((row["t_first"] - row["t0"]) - (mark["first"] - mark["call"])))
     return out
 

@@ -26,6 +26,9 @@ from desktop.model.params import SamplingParams
 
 log = logging.getLogger(__name__)
 OWNER = "omnidesk"
+# FastAPI's OpenTelemetry hooks: off (a local app exports no spans of its users' requests, and
+# each request would otherwise look up the providers)
+NO_TELEMETRY: dict[str, Any] = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,8 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
     request needs `Authorization: Bearer <key>`. `local_only` (served on loopback) refuses a Host
     header that is not this computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS
     rebinding) cannot use the API through the user's browser."""
-    app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None,
+                  telemetry=NO_TELEMETRY)
 
     async def authorize(request: Request) -> None:
         if key is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
+import anyio
 import uvicorn
 
 from desktop.api.address import is_loopback
@@ -92,6 +93,7 @@ class ApiServer:
                 server = uvicorn.Server(config)
                 server.lifespan = config.lifespan_class(config)
                 await server.startup(sockets=[sock])
+                await anyio.sleep(0)  # anyio loads its asyncio backend on first use (~40 ms): now, not in a request
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - shown as a state, logged with its traceback
                 sock.close()
                 log.exception("The API server could not start")
