@@ -86,6 +86,7 @@ class ApiServer:
                 why = exc.strerror or str(exc)
                 return self._set(ApiStatus(ApiState.ERROR, host, port, f"Could not listen on {host}:{port}: {why}."))
             try:
+                # http="auto": httptools (pinned) when installed, else h11
                 config = uvicorn.Config(self._make_app(key, is_loopback(host)), lifespan="off", log_config=None, access_log=False,
                                         proxy_headers=False, server_header=False, ws="none",
                                         timeout_graceful_shutdown=GRACE_S)
