@@ -13,14 +13,14 @@ from typing import Any, Callable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from desktop.api import schemas
 from desktop.api.errors import ApiError, from_exception, no_model
 from desktop.api.metrics import Metrics
 from desktop.api.middleware import CountResponses, LocalHostOnly
-from desktop.api.replies import reply_events, reply_json
+from desktop.api.replies import EventStream, reply_events, reply_json
 from desktop.errors import OmnideskError, QueueFullError
 from desktop.model.params import SamplingParams
 
@@ -95,8 +95,8 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         cid, created = f"chatcmpl-{stream.request_id}", int(time.time())
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))
-            return StreamingResponse(reply_events(stream, cid, eng.model, created, usage), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+            return EventStream(reply_events(stream, cid, eng.model, created, usage),
+                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return JSONResponse(await reply_json(stream, request, cid, eng.model, created))
 
     @app.get("/metrics", dependencies=[Depends(authorize)])

@@ -10,6 +10,7 @@ import time
 from typing import Any, AsyncIterator, Callable
 
 from fastapi import Request
+from fastapi.responses import StreamingResponse
 
 from desktop.api import schemas
 from desktop.api.errors import from_engine
@@ -81,6 +82,22 @@ async def reply_events(stream: Any, cid: str, model: str, created: int, include_
         yield lead + DONE
     finally:
         await stream.aclose()
+
+
+class EventStream(StreamingResponse):
+    """A StreamingResponse of server-sent events whose frame carrying `[DONE]` also ends the body:
+    one write where Starlette would make two (that frame, then an empty last chunk)."""
+
+    media_type = "text/event-stream"
+
+    async def stream_response(self, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        ended = False
+        async for frame in self.body_iterator:
+            ended = frame.endswith(DONE)  # only reply_events' last frame does
+            await send({"type": "http.response.body", "body": frame, "more_body": not ended})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class ContentFrames:

@@ -3,13 +3,14 @@ frames go out, in which writes, and that the spliced content frames are the enco
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
 from desktop.api import schemas
-from desktop.api.replies import QUEUE_NOTE_EVERY_S, ContentFrames, _sse, reply_events
+from desktop.api.replies import QUEUE_NOTE_EVERY_S, ContentFrames, EventStream, _sse, reply_events
 from desktop.protocol import ChunkEvent, Done, ErrorEvent, Queued, QueueDone, QueueUpdate, TokenStats
 
 from api_helpers import run
@@ -107,3 +108,25 @@ def test_content_frames_are_the_encoders_own_bytes(text: str, model: str) -> Non
     expected = _sse(schemas.chunk(CID, model, CREATED, {"content": text}))
     assert ContentFrames(CID, model, CREATED).frame(text) == expected
     assert json.loads(expected[len("data: "):])["choices"][0]["delta"]["content"] == text
+
+
+def test_the_done_frame_ends_the_body_in_the_same_message() -> None:
+    async def main() -> list[dict]:
+        clock = [0.0]
+        stream = Scripted([(0.0, ChunkEvent("r1", "Hi")), (0.1, Done("r1", "Hi", stats()))], clock)
+        response = EventStream(reply_events(stream, CID, MODEL, CREATED, False, clock=lambda: clock[0]))
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            await asyncio.sleep(60)  # the client never hangs up
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+        await response({"type": "http", "asgi": {"spec_version": "2.3"}}, receive, send)
+        return sent
+
+    start, *bodies = run(main())
+    assert dict(start["headers"])[b"content-type"] == b"text/event-stream; charset=utf-8"
+    assert [m["more_body"] for m in bodies] == [True, False]  # no empty message after [DONE]
+    assert bodies[-1]["body"].endswith(b"data: [DONE]\n\n")
