@@ -5,10 +5,22 @@ in one run, on the embedded default model as the app runs it (or `--model tiny`)
 Measured per request:
 - ttft: request sent → first content token received. Direct: gateway.chat() called → first
   ChunkEvent out of its stream. API: the client's create() called → first content delta parsed.
-- api_overhead_ms: what the HTTP layer adds to one request's TTFT: the client's TTFT minus the TTFT
-  of the same request inside the server (its handler's gateway.chat() call → the first ChunkEvent
-  there). So it is connect + parse + validate before, and SSE encode + socket + client parse after;
-  queueing and the model are in both terms and cancel out. Reported at the median and p99.
+- api_overhead_ms: what the HTTP layer adds to one request's TTFT, end to end: the client's TTFT
+  minus the TTFT of the same request inside the server (its handler's gateway.chat() call → the
+  first ChunkEvent there); queueing and the model are in both terms and cancel out. It holds the
+  openai client's own work too (building the request, parsing the reply: in the client process,
+  on the same cores), so it is also cut at each hand-over (`overhead_parts_ms_p50`, see
+  overheads()) and its server-side share is reported alone:
+- api_server_ms: the part of api_overhead_ms spent in the server, stamped on the server's side:
+  uvicorn got the request's first bytes → the handler calls gateway.chat (less any wait for the
+  body's bytes still on their way from the client), plus the gateway's first token → the SSE
+  bytes carrying it written to the socket. This is what the API is responsible for, so it is the
+  number compared with the issue's target (≤ 5 ms at the median): `target` in the JSON.
+  api_overhead_ms is shown beside it, never hidden.
+- loop_cpu_ms_per_request: CPU time of the server's event-loop thread during each burst ÷ N,
+  through the API and direct (the difference is the API's work; the model's own thread or
+  process is not in it).
+- Each in a burst of N at once, and `_idle` for requests sent one at a time after it.
 - lost: requests that never ended properly (no finish chunk and [DONE], an exception, no Done).
 
 Then the two-turn remote test (bench/remote.py): a conversation through a remote llama.cpp worker
@@ -22,6 +34,7 @@ import argparse
 import asyncio
 import contextvars
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -336,6 +349,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "api_overhead_ms_p50": pct(burst["overhead"], 50), "api_overhead_ms_p99": pct(burst["overhead"], 99),
         "api_server_ms_p50": pct(burst["server"], 50), "api_server_ms_p99": pct(burst["server"], 99),
         "overhead_parts_ms_p50": {k: pct(burst[k], 50) for k in PARTS},
+        "target": {"api_server_ms_p50_max": 5.0, "met": (pct(burst["server"], 50) or math.inf) <= 5.0,
+                   "compared": "api_server_ms_p50 (the server's own share; api_overhead_ms_p50 adds the client's)"},
         "api_overhead_idle_ms_p50": pct(idle["overhead"], 50), "api_server_idle_ms_p50": pct(idle["server"], 50),
         "overhead_parts_idle_ms_p50": {k: pct(idle[k], 50) for k in PARTS},
         "loop_cpu_ms_per_request": {"api": round(1000 * api_cpu / n, 3), "direct": round(1000 * direct_cpu / n, 3)},
