@@ -64,8 +64,8 @@ async def reply_events(stream: Any, cid: str, model: str, created: int, include_
                 if event.text_delta:
                     out = content.frame(event.text_delta)
             elif isinstance(event, (Queued, QueueUpdate)):
-                if clock() - noted >= QUEUE_NOTE_EVERY_S:
-                    noted = clock()
+                if (now := clock()) - noted >= QUEUE_NOTE_EVERY_S:
+                    noted = now
                     out = f": queued, position {event.position}, starts in about {event.eta_s:.0f} s\n\n".encode()
             elif isinstance(event, Done):
                 out = _sse(schemas.chunk(cid, model, created, {}, schemas.finish(event.stats)))
