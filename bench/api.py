@@ -268,6 +268,7 @@ async def through_api(url: str, n: int, max_tokens: int, one_by_one: bool) -> li
     return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
 
 
+STAMPED = {"arrived", "app", "body_in", "body", "call", "first", "written"}  # a request's server-side stamps
 SERVER_PARTS = ("server_read", "server_body", "server_app", "server_out")
 PARTS = ("client_build", "client_send", "wire", "server_read", "body_wait", "server_body", "server_app", "server_out",
          "client_read")
@@ -297,12 +298,13 @@ def overheads(rows: list[dict[str, Any]], marks: dict[str, dict[str, float]]) ->
             continue
         out["ttft"].append(1000 * (row["t_first"] - row["t0"]))
         mark = marks.get(row.get("id", "").removeprefix("chatcmpl-"), {})
-        if not {"arrived", "app", "body_in", "body", "call", "first", "written"} <= mark.keys() or not row.get("t_written"):
+        if not STAMPED <= mark.keys() or not row.get("t_written"):
             continue
         ms = {"client_build": row["t_sent"] - row["t0"], "client_send": row["t_written"] - row["t_sent"],
               "wire": mark["arrived"] - row["t_written"], "server_read": mark["app"] - mark["arrived"],
               "body_wait": max(0.0, mark["body_in"] - mark["app"]),
-              "server_body": mark["body"] - max(mark["app"], mark["body_in"]), "server_app": mark["call"] - mark["body"],
+              "server_body": mark["body"] - max(mark["app"], mark["body_in"]),
+              "server_app": mark["call"] - mark["body"],
               "server_out": mark["written"] - mark["first"], "client_read": row["t_first"] - mark["written"]}
         for k, v in ms.items():
             out[k].append(1000 * v)

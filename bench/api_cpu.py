@@ -54,7 +54,8 @@ class Scripted:
 
         self.request_id = rid
         self._events = ([Queued(rid, 20, 2.0)] + [QueueUpdate(rid, 19 - i, 2.0) for i in range(20)]
-                        + [ChunkEvent(rid, f" word{i}") for i in range(8)] + [Done(rid, "", TokenStats(finish_reason="length"))])
+                        + [ChunkEvent(rid, f" word{i}") for i in range(8)]
+                        + [Done(rid, "", TokenStats(finish_reason="length"))])
 
     def __aiter__(self) -> Scripted:
         return self

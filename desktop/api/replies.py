@@ -70,7 +70,8 @@ async def reply_events(stream: Any, cid: str, model: str, created: int, include_
             elif isinstance(event, Done):
                 out = _sse(schemas.chunk(cid, model, created, {}, schemas.finish(event.stats)))
                 if include_usage:
-                    out += _sse(schemas.chunk(cid, model, created, {}, usage_=schemas.usage(event.stats), choices=False))
+                    usage = schemas.usage(event.stats)
+                    out += _sse(schemas.chunk(cid, model, created, {}, usage_=usage, choices=False))
             elif isinstance(event, ErrorEvent):
                 out = _sse(from_engine(event.code, event.message).body())
             if isinstance(event, TERMINAL):  # the stream's last event
