@@ -13,19 +13,22 @@ from typing import Any, Callable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from desktop.api import schemas
 from desktop.api.errors import ApiError, from_exception, no_model
 from desktop.api.metrics import Metrics
 from desktop.api.middleware import CountResponses, LocalHostOnly
-from desktop.api.replies import reply_events, reply_json
+from desktop.api.replies import EventStream, reply_events, reply_json
 from desktop.errors import OmnideskError, QueueFullError
 from desktop.model.params import SamplingParams
 
 log = logging.getLogger(__name__)
 OWNER = "omnidesk"
+# FastAPI's OpenTelemetry hooks: off (a local app exports no spans of its users' requests, and
+# each request would otherwise look up the providers)
+NO_TELEMETRY: dict[str, Any] = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,8 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
     request needs `Authorization: Bearer <key>`. `local_only` (served on loopback) refuses a Host
     header that is not this computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS
     rebinding) cannot use the API through the user's browser."""
-    app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None,
+                  telemetry=NO_TELEMETRY)
 
     async def authorize(request: Request) -> None:
         if key is None:
@@ -91,8 +95,8 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         cid, created = f"chatcmpl-{stream.request_id}", int(time.time())
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))
-            return StreamingResponse(reply_events(stream, cid, eng.model, created, usage), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+            return EventStream(reply_events(stream, cid, eng.model, created, usage),
+                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return JSONResponse(await reply_json(stream, request, cid, eng.model, created))
 
     @app.get("/metrics", dependencies=[Depends(authorize)])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
+import anyio
 import uvicorn
 
 from desktop.api.address import is_loopback
@@ -85,6 +86,7 @@ class ApiServer:
                 why = exc.strerror or str(exc)
                 return self._set(ApiStatus(ApiState.ERROR, host, port, f"Could not listen on {host}:{port}: {why}."))
             try:
+                # http="auto": httptools (pinned) when installed, else h11
                 config = uvicorn.Config(self._make_app(key, is_loopback(host)), lifespan="off", log_config=None, access_log=False,
                                         proxy_headers=False, server_header=False, ws="none",
                                         timeout_graceful_shutdown=GRACE_S)
@@ -92,6 +94,7 @@ class ApiServer:
                 server = uvicorn.Server(config)
                 server.lifespan = config.lifespan_class(config)
                 await server.startup(sockets=[sock])
+                await anyio.sleep(0)  # anyio loads its asyncio backend on first use (~40 ms): now, not in a request
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - shown as a state, logged with its traceback
                 sock.close()
                 log.exception("The API server could not start")

@@ -123,3 +123,26 @@ async def _get(port: int) -> str:
     data = await reader.read()
     writer.close()
     return data.decode()
+
+
+def test_what_the_first_request_would_load_is_loaded_at_start() -> None:
+    """anyio loads its asyncio backend on first use (~40 ms, more beside Qt's import hook): at start,
+    so that the first burst of requests does not wait behind an import. In a fresh interpreter:
+    this one has long loaded it."""
+    import pathlib
+    import subprocess
+    import sys
+
+    code = ("import asyncio, sys\n"
+            "from desktop.api.server import ApiServer\n"
+            "async def app(scope, receive, send): pass\n"
+            "async def main():\n"
+            "    server = ApiServer(lambda key, local_only: app)\n"
+            "    assert 'anyio._backends._asyncio' not in sys.modules\n"
+            "    assert (await server.start('127.0.0.1', 0)).port\n"
+            "    print('anyio._backends._asyncio' in sys.modules)\n"
+            "    await server.stop()\n"
+            "asyncio.run(main())\n")
+    root = pathlib.Path(__file__).resolve().parents[2]  # this checkout's desktop package, not an installed one
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "True", out.stderr
