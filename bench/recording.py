@@ -211,7 +211,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.turns, args.rounds, args.tts, args.kill_after = 3, 1, "espeak", 5.0
-    args.barge_in, args.echo, args.verbose = "", True, False  # bench/call.py's script, without barge-ins
+    args.barge_in, args.echo, args.verbose, args.camera = "", True, False, False  # bench/call.py's script, without barge-ins or camera
     torch.set_num_threads(args.threads)
     print(json.dumps(asyncio.run(run(args))))
 
