@@ -67,11 +67,22 @@ class WriterPool:
         self._lock = threading.Lock()
 
     def submit(self, fn: Callable[[], None]) -> None:
+        self._get().submit(fn)
+
+    def start(self) -> None:
+        """Start the threads now (a session's start), so that no device thread ever pays for it."""
+        with self._lock:
+            started = self._executor is not None
+        if not started:
+            executor = self._get()
+            for _ in range(self.workers):  # the executor spawns a thread per submit up to `workers`
+                executor.submit(time.sleep, 0.01)
+
+    def _get(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="omnidesk-rec")
-            executor = self._executor
-        executor.submit(fn)
+            return self._executor
 
     def lane(self) -> Lane:
         return Lane(self)

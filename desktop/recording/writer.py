@@ -74,6 +74,7 @@ class SessionRecorder:
             "replay": {"audio": None, "video": None},
         }
         self.pool = pool = pool or shared_pool()
+        pool.start()
         self._timeline: Lane = pool.lane()
         self._lanes = {"user": pool.lane(), "ai": pool.lane(), "frame": pool.lane(), "image": pool.lane()}
         self._count = {"user": 0, "ai": 0, "frame": 0, "image": 0}
