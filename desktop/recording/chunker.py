@@ -83,9 +83,17 @@ class AudioChunker:
             self.emit([buf[:n]], start, self.rate)
 
 
+_ZEROS: dict[int, bytes] = {}
+
+
 def _loud(samples: np.ndarray) -> bool:
-    """Any sample beyond ±SILENT_PEAK, without a temporary array; an idle speaker's exact zeros
-    are seen by one reduction."""
-    if not samples.any():
+    """Any sample beyond ±SILENT_PEAK. An idle speaker's exact zeros are seen by comparing bytes:
+    a numpy reduction gives up the GIL and takes it back, which on a busy call costs tens of µs
+    of the speaker's thread; sound is checked by max and min (no temporary array)."""
+    raw = samples.tobytes()
+    zeros = _ZEROS.get(len(raw))
+    if zeros is None:
+        zeros = _ZEROS.setdefault(len(raw), bytes(len(raw)))
+    if raw == zeros:
         return False
     return bool(samples.max() > SILENT_PEAK or samples.min() < -SILENT_PEAK)
