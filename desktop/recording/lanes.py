@@ -38,7 +38,7 @@ class Gate:
 
     def hold(self, max_s: float = HOLD_MAX_S) -> None:
         """Hold for at most `max_s` from now; a hold already on is kept as it is (never extended)."""
-        if not self._open.is_set():
+        if self.held:
             return
         self._until = self.clock() + max_s
         self.holds += 1

@@ -12,7 +12,7 @@ import numpy as np
 from desktop.engine.call_state import CallPhase
 from desktop.recording.call_hook import CallRecording
 from desktop.recording.chunker import AudioChunker
-from desktop.recording.lanes import WriterPool
+from desktop.recording.lanes import Gate, WriterPool
 from desktop.recording.paths import TIMELINE
 from desktop.recording.replay import read_timeline
 from desktop.recording.writer import SessionRecorder
@@ -46,6 +46,16 @@ def test_a_hold_ends_by_itself_and_is_never_extended():
     assert ran_by(lane, 5)
     assert 0.25 <= done[0] < 2.0 and not pool.gate.held
     pool.shutdown()
+
+
+def test_a_hold_that_ran_out_unnoticed_does_not_block_the_next_one():
+    now = [0.0]
+    gate = Gate(clock=lambda: now[0])
+    gate.hold(1.5)
+    now[0] = 2.0  # no writer looked: the gate still reads closed, but the hold is over
+    assert not gate.held
+    gate.hold(1.5)
+    assert gate.held and gate.holds == 2
 
 
 def test_while_held_at_most_one_audio_chunk_and_one_frame_wait(tmp_path):
