@@ -10,7 +10,8 @@ were given. The assistant's side comes from the speaker, so the echo in the user
 as such on replay (left/right apart).
 
 Off the reply's critical path: from the end of the user's turn (the call enters TRANSCRIBING) to
-the reply's first audio (SPEAKING, or any other phase), the recorder's writer pool is held —
+the reply's first audio (the speaker plays its first block with sound after the call entered
+SPEAKING; without a speaker, SPEAKING; any other phase ends it too), the writer pool is held —
 encoding and disk writes wait (at most `hold_s`, and at most one chunk), so they do not take the
 CPU from the final transcript, the first token and the first synthesised audio. The hooks
 themselves only copy into a preallocated buffer or queue a line."""
@@ -49,6 +50,7 @@ class CallRecording:
         self._answers: dict[int, tuple[str, str | None]] = {}  # turn → (assistant text, heard) not yet written
         self._detach: list[Callable[[], None]] = []
         self._closed: Future[SessionRecorder] | None = None
+        self._awaiting_sound = False  # SPEAKING: the hold ends at the speaker's first block with sound
 
     def attach(self, call: Any, speaker: Any = None) -> None:
         """Tap `call` (listeners, frame_taps) and `speaker` (on_played; None: no AI track)."""
@@ -76,8 +78,9 @@ class CallRecording:
             self.recorder.update_meta(video=True)
 
     def on_played(self, block: np.ndarray, t: float) -> None:
-        if self.ai is not None:
-            self.ai.feed(block, t)
+        if self.ai is not None and self.ai.feed(block, t) and self._awaiting_sound:
+            self._awaiting_sound = False  # the reply is heard: the writers may run
+            self.recorder.release()
 
     def _chunk(self, track: str) -> Callable[[list[np.ndarray], float, int], None]:
         def emit(blocks: list[np.ndarray], start: float, rate: int) -> None:
@@ -91,9 +94,12 @@ class CallRecording:
         if kind == "level":
             return
         if kind == "phase":
+            self._awaiting_sound = False
             if event.phase in REPLY_ON_ITS_WAY:
                 if self.hold_s > 0:
                     rec.hold(self.hold_s)
+            elif event.phase is CallPhase.SPEAKING and self.ai is not None:
+                self._awaiting_sound = True  # queued for the speaker, not heard yet (its pre-roll)
             else:
                 rec.release()
         elif kind == "partial":

@@ -36,15 +36,17 @@ class AudioChunker:
         self._sound_n = 0  # samples up to the end of the last block with sound (gated)
         self._lock = threading.Lock()  # feed (device thread) against flush (whoever ends the call)
 
-    def feed(self, samples: np.ndarray, t: float) -> None:
+    def feed(self, samples: np.ndarray, t: float) -> bool:
+        """Buffer `samples`; True when a gated chunker heard sound in them."""
         k = samples.size
         if k == 0:
-            return
+            return False
+        loud = False
         with self._lock:
             if self.gated:
                 loud = _loud(samples)
                 if not self._n and not loud:
-                    return
+                    return False
             n = self._n
             buf = self._buf
             if buf is None or n + k > buf.size:
@@ -58,9 +60,10 @@ class AudioChunker:
                     self._sound_n = n
                 elif n - self._sound_n >= self.gap_n:
                     self._emit_locked()
-                    return
+                    return False
             if n >= self.chunk_n:
                 self._emit_locked()
+        return loud
 
     def flush(self) -> None:
         """Hand over what is buffered (the call ended)."""

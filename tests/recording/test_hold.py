@@ -98,13 +98,29 @@ def test_a_call_holds_the_writes_from_end_of_speech_to_first_audio(tmp_path):
     time.sleep(0.2)
     assert pool.gate.held and pool.gate.holds == 1  # THINKING keeps the one hold
     assert "Hello there" not in (rec.folder / TIMELINE).read_text()  # the line waits
-    on_event(phase(CallPhase.SPEAKING))  # the reply's first audio is out
+    on_event(phase(CallPhase.SPEAKING))  # the reply's first audio is queued for the speaker
+    speaker.on_played[0](np.zeros(960, np.float32), 1.0)  # its pre-roll: nothing heard yet
+    assert pool.gate.held
+    speaker.on_played[0](np.full(960, 0.2, np.float32), 1.02)  # heard
     assert not pool.gate.held
     assert rec._timeline.wait(5) and "Hello there" in (rec.folder / TIMELINE).read_text()  # noqa: SLF001
     on_event(phase(CallPhase.TRANSCRIBING))  # the next turn; the call ends before its reply
     assert pool.gate.held
     recording.finish().result(10)
     assert not pool.gate.held
+    pool.shutdown()
+
+
+def test_without_a_speaker_the_hold_ends_when_the_reply_starts(tmp_path):
+    pool = WriterPool()
+    recording = CallRecording(SessionRecorder(tmp_path, "call", pool=pool))
+    call, _ = call_and_speaker()
+    recording.attach(call, None)
+    call.listeners[0](phase(CallPhase.THINKING))
+    assert pool.gate.held
+    call.listeners[0](phase(CallPhase.SPEAKING))
+    assert not pool.gate.held
+    recording.finish().result(10)
     pool.shutdown()
 
 
@@ -138,7 +154,8 @@ def test_a_gated_chunker_leaves_out_silence_and_its_trailing_gap():
     chunker = AudioChunker(lambda blocks, start, rate: got.append((blocks[0], start)), 1000, gated=True, gap_s=0.05)
     quiet, loud = np.zeros(10, np.float32), np.full(10, 0.5, np.float32)
     tiny = np.full(10, 5e-5, np.float32)  # not exact zeros, still silence
-    for i, block in enumerate([quiet, tiny, loud, loud, quiet, tiny, quiet, quiet, quiet, quiet, tiny]):
-        chunker.feed(block, i * 0.01)
+    blocks = [quiet, tiny, loud, loud, quiet, tiny, quiet, quiet, quiet, quiet, tiny]
+    heard = [chunker.feed(block, i * 0.01) for i, block in enumerate(blocks)]
+    assert heard == [block is loud for block in blocks]  # what ends a writers' hold
     chunker.flush()
     assert len(got) == 1 and got[0][1] == 0.02 and np.array_equal(got[0][0], np.full(20, 0.5, np.float32))
