@@ -55,7 +55,9 @@ def test_a_spoken_sentence_is_understood_and_answered(monkeypatch, tmp_path):
         mic.start(thread=True)
         spoken_at = mic.say(EspeakTTS(voice="en-us", rate_wpm=170), SENTENCE, at=clock.now() + 0.3)
         deadline = time.monotonic() + 40
-        while not call.turns or call.turns[0].first_audio_t is None or call.turns[0].ttft_ms is None:
+        # the reply has started (its audio is queued) and the speaker played it: only then is there an AI track
+        while (not call.turns or call.turns[0].first_audio_t is None or call.turns[0].ttft_ms is None
+               or speaker.stats()["first_audio_at"] is None):
             assert time.monotonic() < deadline, ([(e.kind, e.text) for e in events if e.kind != 'level'], call.phase)
             await asyncio.sleep(0.02)
         turn = call.turns[0]

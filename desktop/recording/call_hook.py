@@ -7,7 +7,14 @@ Why the raw microphone and not the echo-cancelled one: it is what the user reall
 room they said it in; the cancelled signal is the call's working copy (it mutes double talk and
 can hold artefacts), and a raw recording lets a bad turn be replayed to see what the VAD and ASR
 were given. The assistant's side comes from the speaker, so the echo in the user track is audible
-as such on replay (left/right apart)."""
+as such on replay (left/right apart).
+
+Off the reply's critical path: from the end of the user's turn (the call enters TRANSCRIBING) to
+the reply's first audio (the speaker plays its first block with sound after the call entered
+SPEAKING; without a speaker, SPEAKING; any other phase ends it too), the writer pool is held —
+encoding and disk writes wait (at most `hold_s`, and at most one chunk), so they do not take the
+CPU from the final transcript, the first token and the first synthesised audio. The hooks
+themselves only copy into a preallocated buffer or queue a line."""
 
 from __future__ import annotations
 
@@ -17,28 +24,33 @@ from typing import Any, Callable
 
 import numpy as np
 
+from desktop.engine.call_state import CallPhase
 from desktop.recording.chunker import AudioChunker
+from desktop.recording.lanes import HOLD_MAX_S
 from desktop.recording.writer import SessionRecorder
 
 log = logging.getLogger(__name__)
 METRIC_FIELDS = ("eos_to_audio_ms", "first_sound_ms", "asr_ms", "ttft_ms", "cached_tokens", "new_tokens",
                  "kv_tokens", "underruns", "drift_ms")
+REPLY_ON_ITS_WAY = frozenset((CallPhase.TRANSCRIBING, CallPhase.THINKING))  # end of speech → first audio
 
 
 class CallRecording:
     """Feeds one call into `recorder`. `attach(call, speaker)` at the call's start; the call's
     `ended` event (or `finish()`) flushes the last chunks and closes the recorder; `on_closed`
-    gets the closed recorder (e.g. to build its replay files)."""
+    gets the closed recorder (e.g. to build its replay files). `hold_s`: the longest the writes
+    wait for a reply's first audio (0: never held)."""
 
     def __init__(self, recorder: SessionRecorder, *, mic_rate: int = 16000,
-                 on_closed: Callable[[SessionRecorder], None] | None = None) -> None:
-        self.recorder, self.on_closed = recorder, on_closed
+                 on_closed: Callable[[SessionRecorder], None] | None = None, hold_s: float = HOLD_MAX_S) -> None:
+        self.recorder, self.on_closed, self.hold_s = recorder, on_closed, hold_s
         self.user = AudioChunker(self._chunk("user"), mic_rate)
         self.ai: AudioChunker | None = None
         self.turn = 0
         self._answers: dict[int, tuple[str, str | None]] = {}  # turn → (assistant text, heard) not yet written
         self._detach: list[Callable[[], None]] = []
         self._closed: Future[SessionRecorder] | None = None
+        self._awaiting_sound = False  # SPEAKING: the hold ends at the speaker's first block with sound
 
     def attach(self, call: Any, speaker: Any = None) -> None:
         """Tap `call` (listeners, frame_taps) and `speaker` (on_played; None: no AI track)."""
@@ -66,8 +78,9 @@ class CallRecording:
             self.recorder.update_meta(video=True)
 
     def on_played(self, block: np.ndarray, t: float) -> None:
-        if self.ai is not None:
-            self.ai.feed(block, t)
+        if self.ai is not None and self.ai.feed(block, t) and self._awaiting_sound:
+            self._awaiting_sound = False  # the reply is heard: the writers may run
+            self.recorder.release()
 
     def _chunk(self, track: str) -> Callable[[list[np.ndarray], float, int], None]:
         def emit(blocks: list[np.ndarray], start: float, rate: int) -> None:
@@ -78,7 +91,18 @@ class CallRecording:
 
     def on_event(self, event: Any) -> None:
         rec, kind = self.recorder, event.kind
-        if kind == "partial":
+        if kind == "level":
+            return
+        if kind == "phase":
+            self._awaiting_sound = False
+            if event.phase in REPLY_ON_ITS_WAY:
+                if self.hold_s > 0:
+                    rec.hold(self.hold_s)
+            elif event.phase is CallPhase.SPEAKING and self.ai is not None:
+                self._awaiting_sound = True  # queued for the speaker, not heard yet (its pre-roll)
+            else:
+                rec.release()
+        elif kind == "partial":
             rec.event("user_partial", text=event.text, turn=self.turn + 1)
         elif kind == "user":
             self._close_turns()
@@ -115,6 +139,7 @@ class CallRecording:
             return self._closed
         for undo in self._detach:
             undo()
+        self.recorder.release()
         self.user.flush()
         if self.ai is not None:
             self.ai.flush()

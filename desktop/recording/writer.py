@@ -19,7 +19,7 @@ import numpy as np
 
 from desktop.media.clock import Clock, RealClock
 from desktop.recording.disk import Disk
-from desktop.recording.lanes import Lane, WriterPool, shared_pool
+from desktop.recording.lanes import HOLD_MAX_S, Lane, WriterPool, shared_pool
 from desktop.recording.paths import (
     AI_AUDIO, FORMAT_VERSION, META, TIMELINE, USER_AUDIO, USER_FRAMES, USER_IMAGES, chunk_name, new_folder,
 )
@@ -29,6 +29,7 @@ MAX_PENDING_BYTES = 64 << 20  # audio/frames waiting for the disk; beyond it new
 FIRST_WORDS = 80
 JPEG_QUALITY = 85
 TRACKS = {"user": USER_AUDIO, "ai": AI_AUDIO}
+_GROUP = {"user": "audio", "ai": "audio", "frame": "frame"}  # what a hold lets wait: one of each
 
 _live: set[Path] = set()  # folders being recorded in this process (retention leaves them alone)
 _live_lock = threading.Lock()
@@ -72,12 +73,14 @@ class SessionRecorder:
             "user_rate": int(user_rate), "ai_rate": int(ai_rate) if ai_rate else None, "video": bool(video),
             "replay": {"audio": None, "video": None},
         }
-        pool = pool or shared_pool()
+        self.pool = pool = pool or shared_pool()
+        pool.start()
         self._timeline: Lane = pool.lane()
         self._lanes = {"user": pool.lane(), "ai": pool.lane(), "frame": pool.lane(), "image": pool.lane()}
         self._count = {"user": 0, "ai": 0, "frame": 0, "image": 0}
         self._lock = threading.Lock()  # counts and pending bytes (callers are on several threads)
         self._pending = 0
+        self._waiting = {"audio": 0, "frame": 0}  # chunks and frames handed over, not yet written
         self._dropped: dict[str, float] = {}
         self._file: Any = None
         self._streams: dict[str, Any] = {}  # track → ((soxr stream, its input rate), where its input ended)
@@ -147,6 +150,16 @@ class SessionRecorder:
             self.meta.update(fields)
             self._timeline.submit(self._guarded, self._write_meta)
 
+    def hold(self, max_s: float = HOLD_MAX_S) -> None:
+        """Keep the writer pool idle for at most `max_s` (a call's reply is on its way): what is
+        handed over meanwhile waits, in order. While held, at most one audio chunk and one frame
+        wait: one more ends the hold, so a crash still loses at most the last chunk."""
+        self.pool.hold(max_s)
+
+    def release(self) -> None:
+        """The writers may run again (the reply's first audio is out)."""
+        self.pool.release()
+
     def close(self) -> Future[SessionRecorder]:
         """End the session: everything queued is written, then `end`, then meta's `ended_at`.
         Returns at once; the future is done when the folder is complete (on its own thread,
@@ -175,11 +188,20 @@ class SessionRecorder:
             self._dropped.pop(what, None)
             self._pending += nbytes
             self._count[what] += 1
-            return self._count[what]
+            index = self._count[what]
+            group = _GROUP.get(what)
+            crowded = False
+            if group is not None:
+                self._waiting[group] += 1
+                crowded = self._waiting[group] > 1
+        if crowded:  # a second file would wait on a hold: write now (a crash loses at most one)
+            self.pool.release()
+        return index
 
-    def _done(self, nbytes: int) -> None:
+    def _done(self, nbytes: int, group: str) -> None:
         with self._lock:
             self._pending -= nbytes
+            self._waiting[group] -= 1
 
     def _write_audio(self, track: str, index: int, blocks: list[np.ndarray], start: float, rate: int,
                      nbytes: int) -> None:
@@ -195,7 +217,7 @@ class SessionRecorder:
                                                  "start": round(start, 4), "duration": round(pcm.size / rate, 4),
                                                  "rate": int(rate)})
         finally:
-            self._done(nbytes)
+            self._done(nbytes, "audio")
 
     def _resample(self, track: str, data: np.ndarray, rate: int, start: float) -> tuple[np.ndarray, int]:
         """To the track's rate in meta (the speaker plays at 48 kHz; speech needs half). One soxr
@@ -227,7 +249,7 @@ class SessionRecorder:
             self._timeline.submit(self._append, {"t": round(start, 4), "kind": "frame", "file": name,
                                                  "start": round(start, 4)})
         finally:
-            self._done(nbytes)
+            self._done(nbytes, "frame")
 
     def _write_image(self, index: int, source: Path | bytes, turn: int, name: str, t: float) -> None:
         if self.failed is not None:

@@ -53,6 +53,7 @@ def test_a_recorded_call(tmp_path, disk):
                               disk=FullDisk(room=6) if disk == "full" else None)
         recording = CallRecording(rec)
         recording.attach(call, speaker)
+        holds = rec.pool.gate.holds
         await call.start()
 
         async def frames(n: int, loud: bool) -> None:
@@ -89,6 +90,7 @@ def test_a_recorded_call(tmp_path, disk):
         assert done is rec and mic.closed
         assert not call.frame_taps and recording.on_event not in call.listeners and not video.taps  # detached
         assert recording.on_played not in speaker.on_played
+        assert rec.pool.gate.holds - holds >= 2 and not rec.pool.gate.held  # each reply on its way held the writes
         await gw.close()
         voice.close()
         speaker.close()
