@@ -8,6 +8,7 @@ counter by 4–8 (the rope delta text after them sees)."""
 from __future__ import annotations
 
 from desktop.model.tiny import SPECIAL, tiny_tokenizer
+from desktop.model.tiny_vlm import random_init
 
 IMAGE_TOKEN = "<|image_pad|>"
 VISION_TOKENS = ["<|vision_start|>", "<|vision_end|>", IMAGE_TOKEN, "<|video_pad|>"]
@@ -79,15 +80,7 @@ def tiny_qwen2vl(seed: int = 0, dtype: str = "float32", hidden: int = 32, layers
         vision_end_token_id=ids["vision_end"], tie_word_embeddings=False,
     )
     model = (Qwen2_5_VLForConditionalGeneration if v2_5 else Qwen2VLForConditionalGeneration)(cfg)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, param in sorted(model.named_parameters()):
-            if name.endswith(("norm.weight", "norm1.weight", "norm2.weight", "ln_q.weight")):
-                param.fill_(1.0)
-            elif "visual" in name and name.endswith("bias"):
-                param.zero_()
-            else:
-                param.normal_(0.0, std if "visual" not in name else 0.05, generator=gen)
+    random_init(model, seed, std, norms=("norm.weight", "norm1.weight", "norm2.weight", "ln_q.weight"), vision="visual")
     model = model.to(getattr(torch, dtype)).eval()
     model.config.name_or_path = "omnidesk-tiny-qwen2.5vl" if v2_5 else "omnidesk-tiny-qwen2vl"
     return model, processor

@@ -62,16 +62,25 @@ def tiny_vlm(seed: int = 0, dtype: str = "float32", image_size: int = 32, patch_
                       vision_feature_select_strategy="default", vision_feature_layer=-1, projector_hidden_act="gelu",
                       image_seq_length=(image_size // patch_size) ** 2)
     model = LlavaForConditionalGeneration(cfg)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, param in sorted(model.named_parameters()):
-            if name.endswith("norm.weight") or name.endswith("layer_norm1.weight") or name.endswith("layer_norm2.weight") \
-                    or name.endswith("layrnorm.weight"):
-                param.fill_(1.0)
-            elif "vision_tower" in name and name.endswith("bias"):
-                param.zero_()
-            else:
-                param.normal_(0.0, std if "vision_tower" not in name else 0.05, generator=gen)
+    random_init(model, seed, std, norms=("norm.weight", "layer_norm1.weight", "layer_norm2.weight", "layrnorm.weight"),
+                vision="vision_tower")
     model = model.to(getattr(torch, dtype)).eval()
     model.config.name_or_path = "omnidesk-tiny-vlm"
     return model, processor
+
+
+def random_init(model, seed: int, std: float, *, norms: tuple[str, ...], vision: str) -> None:
+    """Deterministic weights for a tiny random VLM: norms (names ending in `norms`) at 1, the
+    vision tower's (`vision` in the name) biases at 0, its other weights N(0, 0.05), the rest
+    N(0, std), drawn in name order from `seed`."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            if name.endswith(norms):
+                param.fill_(1.0)
+            elif vision in name and name.endswith("bias"):
+                param.zero_()
+            else:
+                param.normal_(0.0, std if vision not in name else 0.05, generator=gen)

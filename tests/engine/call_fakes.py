@@ -112,3 +112,16 @@ async def call_rig(clock: VirtualClock):
     await gw.start()
     assert await gw.wait_ready(timeout=60)
     return speaker, voice, gw
+
+
+async def pump_frames(clock: VirtualClock, mic: ScriptedMic, speaker, call, n: int, loud: bool) -> None:
+    """n microphone frames (loud: speech) through a test call, the clock moved a frame each; the
+    gateway, worker and voice threads run in real time meanwhile."""
+    import asyncio
+
+    for _ in range(n):
+        mic.push(loud)
+        clock.advance(FRAME / RATE)
+        speaker.pump()
+        call.pump()
+        await asyncio.sleep(0.002)

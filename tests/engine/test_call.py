@@ -6,11 +6,10 @@ and the session keeps only what was heard; the next turn extends the same sessio
 
 from __future__ import annotations
 
-import asyncio
 
 import numpy as np
 import pytest
-from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig
+from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames
 from gw_helpers import run
 
 from desktop.engine.call import Call, CallEvent
@@ -35,12 +34,7 @@ def test_a_call_answers_aloud_is_cut_by_speech_and_keeps_what_was_heard():
         await call.start()
 
         async def frames(n: int, loud: bool) -> None:
-            for _ in range(n):
-                mic.push(loud)
-                clock.advance(FRAME / RATE)
-                speaker.pump()
-                call.pump()
-                await asyncio.sleep(0.002)  # the gateway, worker and voice threads run in real time
+            await pump_frames(clock, mic, speaker, call, n, loud)
 
         async def until(phase: CallPhase, limit: int = 1500) -> None:
             for _ in range(limit):

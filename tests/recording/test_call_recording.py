@@ -5,12 +5,11 @@ one warning is given and the call goes on to its next turn."""
 
 from __future__ import annotations
 
-import asyncio
 
 import numpy as np
 import pytest
 import soundfile
-from call_fakes import FRAME, RATE, EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig
+from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames
 from gw_helpers import run
 from helpers import FullDisk
 
@@ -57,12 +56,7 @@ def test_a_recorded_call(tmp_path, disk):
         await call.start()
 
         async def frames(n: int, loud: bool) -> None:
-            for _ in range(n):
-                mic.push(loud)
-                clock.advance(FRAME / RATE)
-                speaker.pump()
-                call.pump()
-                await asyncio.sleep(0.002)
+            await pump_frames(clock, mic, speaker, call, n, loud)
 
         async def until(cond, limit: int = 1500) -> None:
             for _ in range(limit):
