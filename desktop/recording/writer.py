@@ -29,7 +29,10 @@ MAX_PENDING_BYTES = 64 << 20  # audio/frames waiting for the disk; beyond it new
 FIRST_WORDS = 80
 JPEG_QUALITY = 85
 TRACKS = {"user": USER_AUDIO, "ai": AI_AUDIO}
-_GROUP = {"user": "audio", "ai": "audio", "frame": "frame"}  # what a hold lets wait: one of each
+_GROUP = {"user": "audio", "ai": "audio", "frame": "frame"}
+# What a hold lets wait. An audio chunk never waits: a kill just as a second one came would lose
+# both (the waiting one could not be written in time), so a chunk ends the hold; one frame may.
+WAITING_MAX = {"audio": 0, "frame": 1}
 
 _live: set[Path] = set()  # folders being recorded in this process (retention leaves them alone)
 _live_lock = threading.Lock()
@@ -152,8 +155,8 @@ class SessionRecorder:
 
     def hold(self, max_s: float = HOLD_MAX_S) -> None:
         """Keep the writer pool idle for at most `max_s` (a call's reply is on its way): what is
-        handed over meanwhile waits, in order. While held, at most one audio chunk and one frame
-        wait: one more ends the hold, so a crash still loses at most the last chunk."""
+        handed over meanwhile waits, in order. An audio chunk ends the hold (it is written at once,
+        so a crash still loses at most the last chunk); one frame may wait, a second ends it."""
         self.pool.hold(max_s)
 
     def release(self) -> None:
@@ -193,8 +196,8 @@ class SessionRecorder:
             crowded = False
             if group is not None:
                 self._waiting[group] += 1
-                crowded = self._waiting[group] > 1
-        if crowded:  # a second file would wait on a hold: write now (a crash loses at most one)
+                crowded = self._waiting[group] > WAITING_MAX[group]
+        if crowded:  # one more would wait on a hold: write now (a crash loses at most the last chunk)
             self.pool.release()
         return index
 

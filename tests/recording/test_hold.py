@@ -1,5 +1,5 @@
 """The recorder keeps off a call's reply: its writer pool is held from the end of the user's speech
-to the reply's first audio (bounded in time, at most one chunk and one frame waiting), and the
+to the reply's first audio (bounded in time; an audio chunk ends it, one frame may wait), and the
 chunker copies device blocks into one buffer per chunk."""
 
 from __future__ import annotations
@@ -58,20 +58,19 @@ def test_a_hold_that_ran_out_unnoticed_does_not_block_the_next_one():
     assert gate.held and gate.holds == 2
 
 
-def test_while_held_at_most_one_audio_chunk_and_one_frame_wait(tmp_path):
+def test_while_held_one_frame_may_wait_but_an_audio_chunk_is_written_at_once(tmp_path):
     pool = WriterPool()
     rec = SessionRecorder(tmp_path, "call", pool=pool)
     chunk = (0.2 * np.sin(np.arange(16000) / 5)).astype(np.float32)
     rec.hold(30)
-    rec.audio("user", [chunk], 0.0, 16000)
     rec.frame(np.zeros((8, 8, 3), np.uint8), 0.0)
     time.sleep(0.3)
-    assert pool.gate.held and not list((rec.folder / "user_audio").iterdir())  # one of each waits
-    rec.audio("ai", [chunk], 0.5, 16000)  # a second chunk: the writers run now
+    assert pool.gate.held and not list((rec.folder / "user_frames").iterdir())  # the frame waits
+    rec.audio("user", [chunk], 0.0, 16000)  # an audio chunk never waits: the writers run now
     assert not pool.gate.held
     rec.close().result(10)
     kinds = [e["kind"] for e in read_timeline(rec.folder)]
-    assert kinds.count("audio") == 2 and kinds.count("frame") == 1
+    assert kinds.count("audio") == 1 and kinds.count("frame") == 1
     pool.shutdown()
 
 
