@@ -10,6 +10,9 @@ import threading
 from typing import Any, Callable
 
 
+FINISHED_KEPT = 256
+
+
 class ReplyVoice:
     """`voice`: a Voice (speak_begin/speak_delta/speak_end/stop). `enabled()`: whether replies
     are spoken now (the chat's toggle); a reply is only started while it is. `on_begin(rid)`:
@@ -21,7 +24,7 @@ class ReplyVoice:
         self.voice, self.enabled, self.on_begin = voice, enabled, on_begin
         self.current: str | None = None  # the reply being spoken
         self._spoken = ""  # the text given to the voice for it
-        self._finished: set[str] = set()
+        self._finished: dict[str, None] = {}  # replies that never speak again (the newest FINISHED_KEPT)
         self._followed: list[Any] = []  # Replies followed and not ended
         self._lock = threading.RLock()
 
@@ -100,6 +103,8 @@ class ReplyVoice:
             self.drop(reply.request_id)
 
     def _finish(self, rid: str) -> None:
-        self._finished.add(rid)
+        self._finished[rid] = None
+        if len(self._finished) > FINISHED_KEPT:  # a long session: forget the oldest (they are long over)
+            del self._finished[next(iter(self._finished))]
         if rid == self.current:
             self.current, self._spoken = None, ""

@@ -12,7 +12,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from worker_helpers import chat, make_client, request_for, run_all
+from worker_helpers import chat, greedy, make_client, request_for, run_all
 
 from desktop.model.images import ImageData, safe_cut
 from desktop.model.loader import ModelSpec, load_model
@@ -73,17 +73,12 @@ class VisionOracle:
 
         cache = kv.new_cache(model.config)
         logits = model(input_ids=ids, past_key_values=cache, use_cache=True, **extra).logits[0, -1]
-        out: list[int] = []
-        while True:
-            token = int(logits.argmax())
-            out.append(token)
-            if token in self.lm.template.eos_ids or len(out) >= max_tokens:
-                break
-            step = {}
-            if vision.mrope:
-                step["position_ids"] = torch.full((3, 1, 1), kv.cache_len(cache) + delta)
-            logits = model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True, **step).logits[0, -1]
-        self.memo[key] = out
+
+        def step(token: int):
+            more = {"position_ids": torch.full((3, 1, 1), kv.cache_len(cache) + delta)} if vision.mrope else {}
+            return model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True, **more).logits[0, -1]
+
+        self.memo[key] = out = greedy(logits, step, self.lm.template.eos_ids, max_tokens)
         return out
 
 

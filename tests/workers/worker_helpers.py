@@ -31,14 +31,9 @@ class Oracle:
         if key not in self.memo:
             cache = kv.new_cache(self.lm.model.config)
             logits = self.lm.model(input_ids=torch.tensor([prompt]), past_key_values=cache, use_cache=True).logits[0, -1]
-            out: list[int] = []
-            while True:
-                token = int(logits.argmax())
-                out.append(token)
-                if token in self.lm.template.eos_ids or len(out) >= max_tokens:
-                    break
-                logits = self.lm.model(input_ids=torch.tensor([[token]]), past_key_values=cache, use_cache=True).logits[0, -1]
-            self.memo[key] = out
+            step = lambda token: self.lm.model(input_ids=torch.tensor([[token]]), past_key_values=cache,  # noqa: E731
+                                               use_cache=True).logits[0, -1]
+            self.memo[key] = greedy(logits, step, self.lm.template.eos_ids, max_tokens)
         return self.memo[key]
 
     def chat(self, msgs: list[Message], max_tokens: int) -> list[int]:
@@ -141,3 +136,14 @@ def request_for(op, conv: list[Message], *, long_text: str = "", pictures=None) 
         text = long_text if kind == "long" else (op[2] if len(op) > 2 and isinstance(op[2], str) else "Hi")
         conv.append(Message("user", text, images(3) if kind == "turn" else ()))
     return list(conv)
+
+
+def greedy(logits, step, eos_ids, max_tokens: int) -> list[int]:
+    """Greedy tokens from the first logits on; `step(token)` gives the next logits."""
+    out: list[int] = []
+    while True:
+        token = int(logits.argmax())
+        out.append(token)
+        if token in eos_ids or len(out) >= max_tokens:
+            return out
+        logits = step(token)

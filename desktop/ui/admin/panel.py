@@ -9,7 +9,7 @@ from typing import Awaitable, Callable
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton, QTableView,
+    QHBoxLayout, QLabel, QMenu, QPushButton, QTableView,
     QVBoxLayout, QWidget,
 )
 
@@ -20,6 +20,7 @@ from desktop.ui.admin.queue_model import QueueModel
 from desktop.ui.admin.rows_model import RowsModel
 from desktop.ui.admin.slots_model import SlotsModel
 from desktop.ui.admin.workers_model import WorkersModel
+from desktop.ui.tables import read_only_table
 
 log = logging.getLogger(__name__)
 Cancel = Callable[[str], Awaitable[None]]
@@ -146,20 +147,8 @@ class AdminPanel(QWidget):
 
 
 def _table(model: RowsModel) -> QTableView:
-    view = QTableView()
-    view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    view.setAlternatingRowColors(True)
-    view.setShowGrid(False)
-    view.setWordWrap(False)
-    view.verticalHeader().hide()
-    view.verticalHeader().setDefaultSectionSize(26)
-    header = view.horizontalHeader()
-    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setStretchLastSection(True)
-    header.setHighlightSections(False)
+    view = read_only_table(model, row_height=26)
+    view.horizontalHeader().setStretchLastSection(True)
     return view
 
 

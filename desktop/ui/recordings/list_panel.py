@@ -10,8 +10,8 @@ from typing import Callable
 from PySide6.QtCore import QStandardPaths, Qt, Signal
 from PySide6.QtGui import QPalette, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton,
-    QStackedWidget, QTableView, QVBoxLayout, QWidget,
+    QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton,
+    QStackedWidget, QVBoxLayout, QWidget,
 )
 
 from desktop.recording.library import Summary, delete, export_zip, scan
@@ -19,6 +19,7 @@ from desktop.safefile import human_size
 from desktop.ui.icons import nav_icon
 from desktop.ui.plain import plain
 from desktop.ui.shortcuts import sequence
+from desktop.ui.tables import read_only_table
 from desktop.ui.recordings.background import Background
 from desktop.ui.recordings.format import clock_text
 from desktop.ui.recordings.list_model import (
@@ -102,21 +103,10 @@ class ListPanel(QWidget):
         for button in (self.open_button, self.export_button, self.delete_button):
             top.addWidget(button)
 
-        table = self.table = QTableView()
-        table.setModel(self.proxy)
+        table = self.table = read_only_table(self.proxy)
         table.setSortingEnabled(True)
         table.sortByColumn(DATE, Qt.SortOrder.DescendingOrder)
-        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        table.setAlternatingRowColors(True)
-        table.setShowGrid(False)
-        table.setWordWrap(False)
-        table.verticalHeader().hide()
-        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 12)
         header = table.horizontalHeader()
-        header.setHighlightSections(False)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(TITLE, QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(FIRST_WORDS, QHeaderView.ResizeMode.Stretch)
         table.setColumnWidth(TITLE, 260)
