@@ -46,10 +46,9 @@ async def reply_events(stream: Any, cid: str, model: str, created: int, include_
                        clock: Callable[[], float] = time.monotonic) -> AsyncIterator[bytes]:
     """Server-sent events as OpenAI streams them: a role chunk, content chunks, a finish chunk
     (then a usage chunk when asked), `[DONE]`. Queue positions go out as SSE comments, the first
-    at once, then at most one per QUEUE_NOTE_EVERY_S (the gateway moves every waiting request
-    at each start: 50 waiting clients would otherwise get ~20 comments each, all to write and
-    parse); a failure after the start is an `error` event. A client that hangs up cancels the
-    request.
+    at once, then at most one per QUEUE_NOTE_EVERY_S (a client has little use for more; each is
+    bytes to write and to parse); a failure after the start is an `error` event. A client that
+    hangs up cancels the request.
 
     Each yield is one socket write, so frames that are due together go together: the role chunk
     with the first frame after it (a queue note or the first token), the finish and usage chunks

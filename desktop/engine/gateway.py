@@ -36,10 +36,13 @@ class Gateway(EventIntake):
     Refusals at the door raise (QueueFullError, UnknownSession, InvalidRequest, ModelLoadError
     when no worker can serve); once admitted, a request ends with exactly one Done or ErrorEvent
     on its stream. `cancel_grace_s`: how long a running request's worker has to answer a cancel
-    before the gateway ends the stream itself."""
+    before the gateway ends the stream itself. `position_every_s`: a waiting request hears that it
+    moved up at most this often (its first position at once): each start moves every waiting
+    request, so 50 waiting clients would otherwise get ~1,000 updates between them, each one a
+    wake-up of its reader on this loop (0: at once, every move)."""
 
     def __init__(self, hosts: Sequence[WorkerHost], *, queue_max: int = 64, cancel_grace_s: float = 0.5,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 position_every_s: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
         self._hosts: dict[str, WorkerHost] = {host.worker_id: host for host in hosts}
         if not hosts or len(self._hosts) != len(hosts):
             raise ValueError(f"The gateway needs one or more hosts with distinct worker ids (got {list(self._hosts)}).")
@@ -51,6 +54,9 @@ class Gateway(EventIntake):
         self._kinds: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._grace = cancel_grace_s
+        self._position_every_s = position_every_s
+        self._moved: set[str] = set()  # waiting requests whose new position is not sent yet
+        self._position_flush: asyncio.TimerHandle | None = None
         self._changed = asyncio.Event()
         self._closed = False
         self.observers: list[Callable[[Entry, Done | ErrorEvent], None]] = []
@@ -80,6 +86,8 @@ class Gateway(EventIntake):
         if self._closed:
             return
         self._closed = True
+        if self._position_flush is not None:
+            self._position_flush.cancel()
         self._pool.drain()
         for rid in list(self._requests):
             self._fail(rid, "shutdown", "The assistant is shutting down.", release=False)
@@ -257,7 +265,20 @@ class Gateway(EventIntake):
     def _on_position(self, entry: Entry, first: bool) -> None:
         req = self._requests[entry.request_id]
         req.queued = True
-        req.events.put_nowait((Queued if first else QueueUpdate)(entry.request_id, entry.position, entry.eta_s))
+        if first or self._position_every_s <= 0 or self._loop is None:
+            req.events.put_nowait((Queued if first else QueueUpdate)(entry.request_id, entry.position, entry.eta_s))
+            return
+        self._moved.add(entry.request_id)
+        if self._position_flush is None:
+            self._position_flush = self._loop.call_later(self._position_every_s, self._send_positions)
+
+    def _send_positions(self) -> None:
+        """Each request that moved up since the last send and still waits hears where it is now."""
+        self._position_flush = None
+        moved, self._moved = self._moved, set()
+        for entry in self._pool.queued():
+            if entry.request_id in moved and (req := self._requests.get(entry.request_id)) is not None:
+                req.events.put_nowait(QueueUpdate(entry.request_id, entry.position, entry.eta_s))
 
     def _submit(self, worker_id: str, cmd: Any) -> None:
         try:

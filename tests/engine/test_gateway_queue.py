@@ -224,3 +224,30 @@ def test_threaded_hosts_serve_many_concurrent_chats() -> None:
             assert st["requests"]["completed"] == 40 and st["queue"]["length"] == 0
             assert all(w["in_flight"] == 0 for w in st["workers"])
     run(main())
+
+
+def test_moves_up_within_the_period_reach_a_waiting_request_as_one_update() -> None:
+    """Each start moves every waiting request: within position_every_s the last one waiting
+    hears only where it ends up; with 0 it hears every move."""
+    async def positions(every_s: float) -> list:
+        host = FakeHost("w1", capacity=1)
+        async with gateway(host, position_every_s=every_s) as gw:
+            streams = [gw.chat([user(str(i))]) for i in range(5)]
+            last = streams[-1]
+            assert await take(last) == [Queued(last.request_id, 4, 8.0)]
+            for s in streams[:3]:  # three starts in a row, well inside the period
+                await settle()
+                host.finish(s.request_id)
+                await settle()
+            await asyncio.sleep(every_s * 1.5)
+            moves = []
+            while not moves or moves[-1] > 1:
+                event = (await take(last))[0]
+                assert isinstance(event, QueueUpdate), event
+                moves.append(event.position)
+            for s in streams[3:]:
+                await gw.cancel(s.request_id)
+            return moves
+
+    assert run(positions(0.2)) == [1]
+    assert run(positions(0.0)) == [3, 2, 1]
