@@ -7,6 +7,11 @@ import argparse
 import os
 import sys
 import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from desktop.model.params import SamplingParams
 
 HELP = ("Commands: /regen (new reply to the last message), /reset (new conversation), /stats (cache and speed "
         "so far), /help, /quit. Start a message with // to send one that begins with /.")
@@ -22,16 +27,36 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="auto (default): bfloat16 on a GPU or a CPU with native bf16, else float32")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--system", default="You are a helpful assistant.", help="system prompt ('' for none)")
-    p.add_argument("--max-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-tokens", type=int, default=None, help="longest reply (default: the app's setting)")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="0 always picks the likeliest word (default: the app's setting, as the window samples)")
     p.add_argument("--cache-mode", default="imc+spc", choices=["off", "spc", "imc", "imc+spc"])
     p.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1), help="CPU threads for the model")
     return p.parse_args(argv)
 
 
-def _progress(stage: str, fraction: float | None) -> None:
-    pct = f" {fraction * 100:.0f}%" if fraction is not None else ""
-    print(f"\r\033[K{stage}{pct}", end="" if stage != "Ready" else "\n", file=sys.stderr, flush=True)
+class Progress:
+    """Loading progress on stderr: one line rewritten in place on a terminal; into a pipe or a
+    log, one plain line per stage (no control codes, no line per percent)."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.stage = ""
+
+    def __call__(self, stage: str, fraction: float | None) -> None:
+        if self.live:
+            pct = f" {fraction * 100:.0f}%" if fraction is not None else ""
+            print(f"\r\033[K{stage}{pct}", end="" if stage != "Ready" else "\n", file=self.stream, flush=True)
+        elif stage != self.stage:
+            print(stage, file=self.stream, flush=True)
+        self.stage = stage
+
+
+def chat_params(args: argparse.Namespace, sampling: SamplingParams) -> SamplingParams:
+    """The app's sampling settings (as the window samples), with what the command line sets."""
+    changes = {k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens)) if v is not None}
+    return replace(sampling, **changes)
 
 
 def badge(stats) -> str:
@@ -105,17 +130,22 @@ def _chat(args: argparse.Namespace) -> int:
     from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
     from desktop.model.loader import ModelSpec, load_model
     from desktop.model.messages import Message
-    from desktop.model.params import SamplingParams
     from desktop.workers.config import WorkerConfig
     from desktop.workers.local import LocalClient
 
+    from desktop.settings import load_settings
+
     torch.set_num_threads(max(1, args.threads))
-    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature)
-    lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=_progress)
+    settings, warning = load_settings()
+    if warning:
+        print(f"omnidesk: {warning}", file=sys.stderr)
+    params = chat_params(args, settings.sampling())
+    lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=Progress())
     client = LocalClient(lm, WorkerConfig(cache_mode=args.cache_mode))
     system = [Message("system", args.system)] if args.system else []
     msgs: list[Message] = list(system)
-    print(f"{lm.name} on {lm.device} ({lm.dtype}), context {lm.context_length} tokens. {HELP}", file=sys.stderr)
+    print(f"{lm.name} on {lm.device} ({lm.dtype}), context {lm.context_length} tokens; temperature {params.temperature:g}, "
+          f"replies up to {params.max_tokens} tokens. {HELP}", file=sys.stderr)
     interactive = sys.stdin.isatty()
     while True:
         try:

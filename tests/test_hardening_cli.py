@@ -46,3 +46,36 @@ def test_stats_text_rounds_everything():
     assert cli.stats_text({"requests": 0}) == "Requests: 0"
     assert [cli.command_of(x) for x in ("/stats", "/Regen now", "//x", "/usr/bin", "hello /x", "/")] == \
         ["/stats", "/regen", None, None, None, "/"]
+
+
+def test_the_terminal_chat_samples_as_the_app_does_unless_told(tmp_path):
+    """/regen must be able to give another reply: the terminal chat takes the app's sampling
+    settings (temperature 0.6 by default), and --temperature / --max-tokens override them."""
+    from desktop.settings import Settings
+
+    saved = Settings(temperature=0.9, max_tokens=300).sampling()
+    params = cli.chat_params(cli.parse_args(["chat"]), saved)
+    assert (params.temperature, params.max_tokens, params.top_p) == (0.9, 300, saved.top_p)
+    params = cli.chat_params(cli.parse_args(["chat", "--temperature", "0", "--max-tokens", "8"]), saved)
+    assert (params.temperature, params.max_tokens, params.top_p) == (0.0, 8, saved.top_p)
+    assert cli.chat_params(cli.parse_args(["chat"]), Settings().sampling()).temperature == 0.6
+
+
+def test_progress_into_a_pipe_is_one_plain_line_per_stage():
+    into_pipe = io.StringIO()
+    progress = cli.Progress(into_pipe)
+    for stage, fraction in (("Loading tokenizer", None), ("Loading model", 0.1), ("Loading model", 0.7), ("Ready", 1.0)):
+        progress(stage, fraction)
+    assert into_pipe.getvalue() == "Loading tokenizer\nLoading model\nReady\n"
+
+
+def test_progress_on_a_terminal_rewrites_its_line():
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    progress = cli.Progress(tty)
+    progress("Loading model", 0.5)
+    progress("Ready", 1.0)
+    assert tty.getvalue() == "\r\033[KLoading model 50%\r\033[KReady 100%\n"
