@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,8 @@ class EspeakLibrary:
         import espeakng_loader
 
         self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
-        data = espeakng_loader.get_data_path().encode()
+        self.data_path = Path(espeakng_loader.get_data_path())
+        data = str(self.data_path).encode()
         self.lock = threading.Lock()
         self._declare()
         rate = self.lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, _BUFLENGTH_MS, data, 0)
@@ -124,15 +126,35 @@ class EspeakLibrary:
             return self.lib.espeak_SetVoiceByName(voice.encode()) == _EE_OK
 
     def voices(self) -> list[str]:
-        """Language names espeak-ng can speak (`en-us`, `de`, …), sorted, without duplicates."""
+        """Language names espeak-ng can speak (`en-us`, `de`, …), sorted, without duplicates. A
+        voice whose dictionary is not in the data folder is left out: selecting it would fail,
+        and espeak-ng would print "Can't read dictionary file" to the app's terminal."""
         names: set[str] = set()
         with self.lock:
             array = self.lib.espeak_ListVoices(None)
             i = 0
             while array[i]:
-                names.update(_languages(array[i].contents))
+                voice = array[i].contents
+                languages = _languages(voice)
+                if languages and (self.data_path / f"{_dictionary(self.data_path, voice, languages)}_dict").is_file():
+                    names.update(languages)
                 i += 1
         return sorted(names)
+
+
+def _dictionary(data: Path, voice: _Voice, languages: list[str]) -> str:
+    """The dictionary a voice loads: its file's `dictionary` line, else its first language's
+    base name (`en-us` → `en`), as espeak-ng picks it."""
+    name = languages[0].split("-")[0]
+    try:
+        lines = (data / "lang" / (voice.identifier or b"").decode("utf-8", "replace")).read_text("utf-8", "replace")
+    except OSError:
+        return name
+    for line in lines.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[0] == "dictionary":
+            name = words[1]
+    return name
 
 
 def _languages(voice: _Voice) -> list[str]:

@@ -93,3 +93,19 @@ def test_piper_loads_the_packaged_voice_and_streams():
     assert first.dtype == np.float32 and first.ndim == 1
     assert 0.3 < first.size / tts.sample_rate < 3.0 and np.abs(first).max() > 0.1
     gen.close()
+
+
+def test_listing_espeak_voices_leaves_out_those_without_a_dictionary_and_prints_nothing():
+    """The packaged espeak-ng data lacks a few dictionaries (fo, kaa, xex): selecting such a voice
+    fails and espeak-ng writes "Can't read dictionary file" to the terminal, so the Settings page
+    does not offer them and listing the voices prints nothing (a child process, to catch the C
+    library's own stderr)."""
+    import subprocess
+    import sys
+
+    code = "from desktop.model.tts import list_voices; v = list_voices()['espeak']; print(len(v), 'en-us' in v, 'fo' in v)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    count, has_english, has_faroese = done.stdout.split()
+    assert int(count) > 100 and has_english == "True" and has_faroese == "False"
+    assert "dictionary" not in done.stderr, done.stderr
