@@ -155,13 +155,16 @@ def test_no_microphone_disables_start_with_the_reason(make_page, aloop, screensh
     c = page.controls
     assert not c.call_button.isEnabled()
     assert c.reason.isVisible() and c.reason.text() == NO_MIC
-    page.toggle_call()  # Ctrl+Enter does nothing either
+    assert page.transcript.placeholderText().startswith("Calls need a microphone") and not page.meter.isVisible()
+    page.toggle_call()  # Ctrl+Enter starts nothing, and says why
     settle(aloop, page)
     assert owner.modes == [] and page.stage is Stage.IDLE
+    assert page.notice.text == "Cannot start a call: No microphone found. Connect one, or choose it in Settings → Audio."
     screenshot(page, "call_no_microphone")
     owner.mic = None  # plugged in
     page.refresh_mic()
-    assert c.call_button.isEnabled() and not c.reason.isVisible()
+    assert c.call_button.isEnabled() and not c.reason.isVisible() and page.meter.isVisible()
+    assert page.notice.text == "" and page.transcript.placeholderText().startswith("Start a call")
 
 
 def test_a_call_with_turns_and_a_barge_in(make_page, aloop, screenshot):

@@ -91,9 +91,9 @@ class CallPage(QWidget):
         header.addWidget(self.clock)
         header.addWidget(self.rec_label)
         header.addStretch(1)
-        mic = QLabel("Microphone")
-        mic.setStyleSheet(f"color: {muted(self).name()};")
-        header.addWidget(mic)
+        self.meter_label = QLabel("Microphone")
+        self.meter_label.setStyleSheet(f"color: {muted(self).name()};")
+        header.addWidget(self.meter_label)
         header.addWidget(self.meter)
         metrics_box = QWidget()
         box = QVBoxLayout(metrics_box)
@@ -158,12 +158,20 @@ class CallPage(QWidget):
     def refresh_mic(self) -> None:
         """Ask again whether a microphone can be used (a device may have been plugged in)."""
         self.mic_problem = self._mic_status()
+        if self.mic_problem is None and self.notice.text.startswith("Cannot start a call"):
+            self.notice.clear()
         if self.cameras is not None:
             self.camera_problem = self.cameras.camera_status()
         self._sync()
 
     def toggle_call(self) -> None:
-        """Start/End (the button, Ctrl+Enter); while starting: cancel."""
+        """Start/End (the button, Ctrl+Enter); while starting: cancel. Without a microphone,
+        Ctrl+Enter says why nothing starts."""
+        if self.stage is Stage.IDLE and self.mic_problem is not None:
+            self.refresh_mic()  # plugged in since the page was shown?
+            if self.mic_problem is not None:
+                self.notice.show_info(f"Cannot start a call: {self.mic_problem.rstrip('.')}.")
+                return
         if self.stage is Stage.IDLE:
             self.start()
         elif self.stage is Stage.STARTING:
@@ -334,8 +342,11 @@ class CallPage(QWidget):
     def _sync(self) -> None:
         self.controls.show_state(self.stage, self.phase, self.mic_problem)
         self.meter.setEnabled(self.stage is Stage.IN_CALL)
+        metered = not (self.stage is Stage.IDLE and self.mic_problem)  # no input: nothing to meter
+        self.meter.setVisible(metered)
+        self.meter_label.setVisible(metered)
         self.clock.setVisible(self.stage is Stage.IN_CALL)
-        self.transcript.setPlaceholderText(empty_hint(self.stage is Stage.IN_CALL, self.mode))
+        self.transcript.setPlaceholderText(empty_hint(self.stage is Stage.IN_CALL, self.mode, self.mic_problem))
         if self.cameras is not None:
             in_call = self.stage is Stage.IN_CALL
             self.camera.show_state(in_call and not self._camera_opening, self.camera_problem if in_call else None)

@@ -16,10 +16,14 @@ EMPTY_HINT = ("Start a call and talk: the assistant answers aloud, and stops as 
               "What you both say appears here.")
 
 
-def empty_hint(in_call: bool, mode: CallMode) -> str:
-    """What the empty transcript says: how to begin."""
+NO_MIC_HINT = ("Calls need a microphone. Connect one and come back to this page (it looks again each time), "
+               "or choose another in Settings → Audio (Ctrl+,).")
+
+
+def empty_hint(in_call: bool, mode: CallMode, mic_problem: str | None = None) -> str:
+    """What the empty transcript says: how to begin (or what is missing to begin)."""
     if not in_call:
-        return EMPTY_HINT
+        return NO_MIC_HINT if mic_problem else EMPTY_HINT
     if mode is CallMode.PUSH_TO_TALK:
         return "Hold Space (or Hold to talk) while you speak — your words appear here."
     return "Say something — your words appear here as you speak."
