@@ -42,6 +42,7 @@ class ApiPage(Page):
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setPlaceholderText("none")
         self.key.setClearButtonEnabled(True)
+        self.key.textChanged.connect(self._sync)
         self.generate = QPushButton("&Generate")
         self.generate.setToolTip("Make a new random key")
         self.generate.clicked.connect(self._new_key)
@@ -80,8 +81,9 @@ class ApiPage(Page):
 
     def _sync(self, *_: object) -> None:
         on = self.enabled.isChecked()
-        for widget in (self.host, self.port, self.key, self.generate, self.reveal, self.address):
+        for widget in (self.host, self.port, self.key, self.generate, self.address):
             widget.setEnabled(on)
+        self.reveal.setEnabled(on and bool(self.key.text()))  # nothing to show without a key
         host = self.host.currentText().strip() or HOSTS[0]
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         shown = f"[{shown}]" if ":" in shown else shown

@@ -79,7 +79,7 @@ def test_settings_start_and_stop_the_api_live(comp, aloop, qtbot, screenshot):
             await hog.aclose()
             assert (await queued).status_code == 200
             c.window.refresh()
-            assert c.window.admin.counters.requests.detail.text().endswith("· 2 via API")
+            assert c.window.admin.counters.requests.detail.text().endswith("· 2\u00a0via\u00a0API")
             metrics = (await client.get("/metrics")).text
             assert 'omnidesk_requests_total{kind="chat",origin="api",outcome="completed"} 2.0' in metrics
 
@@ -110,8 +110,10 @@ def test_listening_beyond_this_computer_needs_a_key(qtbot):
     page.host.setCurrentText("0.0.0.0")
     assert not dlg.apply()
     assert "needs an API key" in dlg.error.text() and dlg.tabs.currentWidget() is page
+    assert not page.reveal.isEnabled()  # no key: nothing to show
     qtbot.mouseClick(page.generate, Qt.MouseButton.LeftButton)
     assert len(page.key.text()) >= 30 and page.key.echoMode() == page.key.EchoMode.Normal
+    assert page.reveal.isEnabled() and page.reveal.isChecked()
     with qtbot.waitSignal(dlg.applied) as sig:
         assert dlg.apply()
     assert sig.args[0].api_host == "0.0.0.0" and sig.args[0].api_key == page.key.text()

@@ -28,7 +28,12 @@ class CounterCard(QFrame):
 
     def set(self, value: str, detail: str = "") -> None:
         self.value.setText(value)
-        self.detail.setText(f"{self.caption} · {detail}" if detail else self.caption)
+        self.detail.setText(phrases(f"{self.caption} · {detail}" if detail else self.caption))
+
+
+def phrases(text: str) -> str:
+    """A narrow card wraps its caption between the " · " parts, never inside one ("3 via API")."""
+    return " · ".join(part.replace(" ", "\u00a0") for part in text.split(" · "))
 
 
 class CountersRow(QWidget):

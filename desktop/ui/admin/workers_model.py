@@ -1,5 +1,5 @@
 """Item model of the workers table: id, state (with a coloured dot), device, requests in flight,
-slots in use and what the worker last reported (load progress or its error)."""
+busy slots and what the worker last reported (load progress or its error)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from desktop.ui.icons import state_dot
 
 
 class WorkersModel(RowsModel[WorkerRow]):
-    COLUMNS = ("Worker", "State", "Device", "In flight", "Slots in use", "Sessions", "Detail")
+    COLUMNS = ("Worker", "State", "Device", "In flight", "Busy slots", "Sessions", "Detail")
     NUMERIC = frozenset({3, 4, 5})
 
     def key(self, row: WorkerRow) -> str:
@@ -34,6 +34,9 @@ class WorkersModel(RowsModel[WorkerRow]):
     def tooltip(self, row: WorkerRow, column: int) -> str | None:
         if column == 3:
             return "Requests running on this worker / how many it batches at once"
+        if column == 4:
+            return ("Slots computing a reply now / all slots; an idle slot still keeps its conversation's "
+                    "KV (the KV slots table lists what each holds)")
         if column == 6 and row.message:
             return row.message
         return None
