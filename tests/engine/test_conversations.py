@@ -77,6 +77,10 @@ def test_fork_branches_at_an_edited_user_message(tmp_path):
     assert len(conv.messages) == 6  # the original is untouched
     assert branch.title == "one (branch)" and store.fork(branch, 2, "again").title == "one (branch)"
     assert store.fork(conv, 0, "zero").title == "zero"
+    long = chat(store, "Write a very long essay about the history of tea in China, please")
+    edited = store.fork(long, 0, long.messages[0].content + " and Japan")
+    assert edited.title == long.title + " (edited)"  # the list tells the two apart
+    assert store.fork(edited, 0, edited.messages[0].content + "!").title == long.title + " (edited)"
     assert branch.id in ConversationStore(tmp_path)
     with pytest.raises(ValueError):
         store.fork(conv, 1, "not a user message")
