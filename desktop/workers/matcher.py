@@ -117,7 +117,7 @@ class Matcher:
             return "new conversation"
         if history_hash(msgs) in self.table.evicted:
             return "evicted"
-        return "not cached on this worker"
+        return "not cached since this worker loaded"  # e.g. the model was reloaded, or the app restarted
 
 
 def _is_new(msgs: Sequence[Message]) -> bool:

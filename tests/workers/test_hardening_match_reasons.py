@@ -50,3 +50,13 @@ def test_a_new_chat_that_only_starts_like_a_cached_one(tiny_lm):
     chat(client, "a", [U("Please summarise this long paragraph about trains")])
     done = chat(client, "b", [U("Please summarise this long paragraph about boats")])
     assert (done.stats.kind, done.stats.miss_reason) == ("prefix", "new conversation, same start")
+
+
+def test_a_conversation_from_before_the_model_loaded(tiny_lm):
+    """A chat continued after the model was reloaded (or the app restarted) is a miss whose reason
+    says so, not a mere "not cached"."""
+    before = make_client(tiny_lm, num_slots=2)
+    first = chat(before, "a", [S, U("hello there")])
+    reloaded = make_client(tiny_lm, num_slots=2)
+    done = chat(reloaded, "b", [S, U("hello there"), A(first.text), U("and then?")])
+    assert done.stats.kind == "spc" and done.stats.miss_reason == "not cached since this worker loaded"
