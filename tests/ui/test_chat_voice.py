@@ -291,3 +291,14 @@ def test_picture_of_a_spoken_reply_with_replay(tmp_path, qtbot, aloop, voice, sc
     page.send("And while it speaks?")
     aloop.run(until(lambda: page.view.widgets()[-1].voice_state is VoiceState.SPEAKING and not page.busy))
     screenshot(page, "chat-voice-speaking")
+
+
+def test_no_sound_device_is_not_announced_to_a_user_with_the_voice_off(gateway, tmp_path, qtbot, aloop):
+    page = make_page(gateway, tmp_path, qtbot, Voice.unavailable(NO_OUTPUT), voice_enabled=False)
+    messages: list[str] = []
+    page.status.connect(messages.append)
+    aloop.run(asyncio.sleep(0.05))
+    assert messages == [] and page.speech.button.toolTip() == "Audio is off: No sound output device found"
+    page.set_voice_enabled(True)  # from the settings dialog: now it is said, once
+    aloop.run(asyncio.sleep(0.05))
+    assert messages == ["Audio is off: No sound output device found"]

@@ -99,7 +99,8 @@ class ChatVoice(QObject):
 
     def set_voice(self, voice: Voice | None) -> None:
         """Use this voice (None: no voice, the toggle is hidden); with an unavailable one the toggle
-        stays off, its tooltip says why, and so does the status bar, once."""
+        stays off, its tooltip says why, and so does the status bar, once, if the settings have the
+        voice on (with it off, nobody asked for sound: the tooltip and a click tell)."""
         if voice is self.voice:
             return
         if self.voice is not None:
@@ -109,19 +110,26 @@ class ChatVoice(QObject):
         if voice is not None:
             self.replies = ReplyVoice(voice, lambda: self.speaks, self._began)
             voice.add_listener(self._listen)
-            if not voice.available and not self._told_off:
-                self._told_off = True
-                QTimer.singleShot(0, lambda: self.status.emit(off_reason(voice.reason)))
+            if not voice.available:
+                self._tell_off_once()
             elif self.speaks:
                 voice.prepare()
         self._sync()
         self.refresh()
+
+    def _tell_off_once(self) -> None:
+        """The status bar says why the voice cannot work, once, and only to a user who has it on."""
+        voice = self.voice
+        if voice is not None and not voice.available and self.enabled and not self._told_off:
+            self._told_off = True
+            QTimer.singleShot(0, lambda: self.status.emit(off_reason(voice.reason)))
 
     def set_enabled(self, on: bool) -> None:
         """Follow the settings (no `toggled` signal)."""
         if on != self.enabled:
             self.enabled = on
             self._apply(on)
+        self._tell_off_once()
         self._sync()
 
     def _user_toggled(self, on: bool) -> None:
