@@ -65,9 +65,9 @@ class RemotePage(Page):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in (1, 2):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        for column in (0, 1):  # the address and the model name share the width; the key's column fits "set"
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMinimumHeight(self.table.verticalHeader().defaultSectionSize() * 4)
         self.table.setAccessibleName("Remote workers")
         self.form.addRow(self.table)
