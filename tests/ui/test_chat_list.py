@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QAbstractItemView, QMenu
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QMenu
 
 from desktop.engine.conversations import ConversationStore, StoredMessage
 from desktop.settings import Settings
@@ -83,7 +83,7 @@ def test_clicking_a_conversation_opens_it(page):
     assert changed[-1] == "" and page.current_conversation_id is None and page.conversations.current_id() is None
 
 
-def test_rename_with_f2_and_from_the_menu(page, store):
+def test_rename_with_f2_and_from_the_menu(page, store, qtbot):
     first = page.conversations.model.id_at(0)
     page.open_conversation(first)
     page.conversations.view.setFocus()
@@ -91,6 +91,7 @@ def test_rename_with_f2_and_from_the_menu(page, store):
     assert page.conversations.view.state() == QAbstractItemView.State.EditingState
     # what the editor commits when the user types a title and presses Enter
     page.conversations.model.setData(page.conversations.model.index(0, 0), "  Food in   Lisbon ")
+    qtbot.waitUntil(lambda: store.get(first).title == "Food in Lisbon")  # applied once the editor has closed
     assert store.get(first).title == "Food in Lisbon" and titles(page)[0] == "Food in Lisbon"
     assert ConversationStore(store.root).get(first).title == "Food in Lisbon"
     trigger(menu_for(page, 1), "Rename")
@@ -135,3 +136,29 @@ def test_export_from_the_menu(page, store, tmp_path, monkeypatch, suffix):
 def test_export_file_names_get_a_suffix():
     assert dialogs.suggested_file_name("What is a KV cache?") == "What is a KV cache.md"
     assert dialogs.suggested_file_name("///") == "conversation.md"
+
+
+def test_del_works_right_after_a_rename_in_the_editor(page, store, monkeypatch, qtbot):
+    """F2, type, Enter, then Del: the list is back out of editing (the rename is applied after
+    the editor closes), so Del asks to delete the renamed conversation at once."""
+    asked = []
+    monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title, on_yes: asked.append(title))
+    view = page.conversations.view
+    first = page.conversations.model.id_at(0)
+    page.open_conversation(first)
+    page.window().show()
+    page.window().activateWindow()
+    qtbot.waitActive(page.window())
+    view.setFocus()
+    assert QApplication.focusWidget() is view
+    QTest.keyClick(view, Qt.Key.Key_F2)
+    editor = QApplication.focusWidget()
+    assert view.state() == QAbstractItemView.State.EditingState and editor not in (view, None)
+    editor.selectAll()
+    QTest.keyClicks(editor, "Food in Lisbon")
+    QTest.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: store.get(first).title == "Food in Lisbon")
+    assert view.state() != QAbstractItemView.State.EditingState
+    assert QApplication.focusWidget() is view, QApplication.focusWidget()  # where the next key goes
+    QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Delete)
+    assert asked == ["Food in Lisbon"]

@@ -71,7 +71,9 @@ class ConversationList(QWidget):
         self.search.textChanged.connect(lambda text: self._search_timer.start() if text.strip() else self.flush_search())
         layout.addWidget(self.search)
         self.model = ConversationListModel(self)
-        self.model.rename_requested.connect(self.rename_requested)
+        # queued: the page re-reads the list after the editor has closed and handed the focus back
+        # to the list (a model reset while the editor commits destroys it, and the focus moved on)
+        self.model.rename_requested.connect(self.rename_requested, Qt.ConnectionType.QueuedConnection)
         self.view = _ListView()
         self.view.setModel(self.model)
         self.view.setItemDelegate(ConversationDelegate(self.view))
