@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QKeyCombination, Qt
-from PySide6.QtGui import QKeyEvent, QKeySequence
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView, QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem,
     QVBoxLayout, QWidget,
@@ -106,7 +106,6 @@ class ShortcutsDialog(QDialog):
         table.verticalHeader().hide()
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         table.setShowGrid(False)
         table.setWordWrap(False)
         rows_header = table.verticalHeader()
@@ -138,7 +137,10 @@ class ShortcutsDialog(QDialog):
         layout.addWidget(table)
         layout.addWidget(buttons)
         height = sum(table.rowHeight(r) for r in range(len(rows))) + 2 * table.frameWidth()
-        self.resize(420, min(height + 70, 640))
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        room = int(screen.availableGeometry().height() * 0.9) if screen is not None else 640
+        self.resize(420, min(height + 70, max(room, 480)))  # all of it where the screen has room
+        table.setFocus()  # Page Down / arrows scroll what does not fit
 
     def listed(self) -> dict[str, str]:
         """What the help shows: the keys of each action's text (section headings left out)."""
