@@ -170,10 +170,11 @@ def test_a_live_recording_opens_as_going_on(qtbot, tmp_path, clock):
 
 
 def test_nothing_to_play_keeps_play_off(qtbot, tmp_path, clock, screenshot):
-    """A live recording with nothing timed yet (a chat's first message, written at t = 0) and an
-    empty one: Play is off and says why; Space says it in the status bar instead of jumping to 0:00."""
+    """A live chat with under a second recorded (it reads 0:00, no sound) and the same one cut
+    short: Play is off and says why; Space says it in the status bar instead of jumping to 0:00."""
     rec = sample_chat(tmp_path, title="Just started")
-    (rec.folder / "timeline.jsonl").write_text('{"t": 0.0, "kind": "user_text", "text": "hi", "turn": 1}\n')
+    (rec.folder / "timeline.jsonl").write_text('{"t": 0.0, "kind": "user_text", "text": "hi", "turn": 1}\n'
+                                               '{"t": 0.4, "kind": "assistant_delta", "text": "Hel", "turn": 1}\n')
     rec.meta["ended_at"] = None
     rec._write_meta()
     live = {rec.folder}
@@ -187,7 +188,7 @@ def test_nothing_to_play_keeps_play_off(qtbot, tmp_path, clock, screenshot):
     qtbot.waitUntil(lambda: page.currentWidget() is page.viewer)
     viewer = page.viewer
     transport = viewer.transport
-    assert viewer.player.duration == 0.0 and not viewer.player.playable
+    assert viewer.player.duration == pytest.approx(0.4) and not viewer.playable  # reads 0:00: no sound to play
     assert not transport.play.isEnabled() and not transport.slider.isEnabled()
     assert transport.time.text() == "Nothing recorded to play yet" == transport.play.toolTip()
     screenshot(page, "recording_viewer_nothing_yet")
@@ -199,7 +200,7 @@ def test_nothing_to_play_keeps_play_off(qtbot, tmp_path, clock, screenshot):
     page.show_list()
     page.open(rec.folder)
     qtbot.waitUntil(lambda: page.opening is None and not viewer.live)
-    assert transport.time.text() == "Nothing to play: this recording is empty" and not transport.play.isEnabled()
+    assert transport.time.text() == "Nothing to play in this recording" and not transport.play.isEnabled()
 
     full = sample_call(tmp_path)
     page.show_list()

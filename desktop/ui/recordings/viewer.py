@@ -28,6 +28,7 @@ from desktop.ui.recordings.transport import Transport
 TICK_MS = 30
 MIN_VIEW_S = 2.0  # the most the timeline zooms in: 2 s across
 SEEK_STEP_S = 5.0
+MIN_TEXT_PLAY_S = 1.0  # a recording without sound shorter than this reads 0:00: nothing to play
 PEAKS_PER_S = 100
 USER_COLOR, AI_COLOR = QColor("#2f7d4f"), QColor("#3a6fd8")
 
@@ -45,6 +46,7 @@ class Viewer(QWidget):
         super().__init__(parent)
         self._speaker, self._clock, self._live = speaker, clock, live
         self.live = False  # the recording shown is being recorded now
+        self.playable = False  # it has something to play
         self.recording: Recording | None = None
         self.player = Player(0.0, clock=clock)
         self.timer = QTimer(self)
@@ -173,7 +175,9 @@ class Viewer(QWidget):
         self.frame.setVisible(bool(rec.frames))
         self.frame.reset()
         self.transport.set_duration(duration)
-        self.transport.set_playable(self.player.playable, self.nothing_to_play())
+        # a text-only recording under a second ("0:00") has nothing to step through either
+        self.playable = self.player.playable and (audio or duration >= MIN_TEXT_PLAY_S)
+        self.transport.set_playable(self.playable, self.nothing_to_play())
         self.transport.set_speed(1.0)
         self._state_changed(False)
         self._show_position(0.0)
@@ -202,14 +206,14 @@ class Viewer(QWidget):
 
     def nothing_to_play(self) -> str:
         """Why Play is off (the recording has no length yet), or "" when it can play."""
-        if self.player.playable:
+        if self.playable:
             return ""
-        return "Nothing recorded to play yet" if self.live else "Nothing to play: this recording is empty"
+        return "Nothing recorded to play yet" if self.live else "Nothing to play in this recording"
 
     def toggle(self) -> None:
         if self.recording is None:
             return
-        if not self.player.playable:
+        if not self.playable:
             self.status.emit(f"{self.nothing_to_play()}.")
             return
         if not self.player.playing and self.player.mix is not None:
