@@ -312,8 +312,10 @@ class Composition(QObject):
             from desktop.recording.paths import default_root
             from desktop.ui.recordings import RecordingsPage
 
-            root = self.recordings.root if self.recordings is not None else default_root()
-            return RecordingsPage(lambda: root, self._speaker)
+            recordings = self.recordings
+            root = recordings.root if recordings is not None else default_root()
+            return RecordingsPage(lambda: root, self._speaker,
+                                  live=recordings.live if recordings is not None else lambda: ())
         except Exception:  # the placeholder stays; the rest of the app goes on
             log.exception("The recordings page could not be built")
             return None
@@ -328,7 +330,8 @@ class Composition(QObject):
         try:
             from desktop.recording.service import Recordings
 
-            recordings = Recordings(lambda: self.settings, status=self.recording_status.emit)
+            recordings = Recordings(lambda: self.settings, status=self.recording_status.emit,
+                                    model=lambda: self.model_name)
         except Exception:  # no recordings: the rest of the app goes on
             log.exception("Recordings are unavailable")
             return None

@@ -72,6 +72,8 @@ class ChatRecording:
     def _session(self, conv: Any) -> _Open:
         rec = self.sessions.get(conv.id)
         if rec is None or not rec.recorder.recording:
+            if rec is not None:  # stopped on a disk error: closed, so that it is no longer live
+                rec.recorder.close()
             rec = self.sessions[conv.id] = _Open(self.open_session(conv.title or ""), last=self.clock())
         return rec
 

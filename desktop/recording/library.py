@@ -1,5 +1,7 @@
 """The recordings on disk as a list: one summary per folder (date, type, duration, size, title,
-first words), and the two things done to a whole folder: delete it, export it as a zip."""
+first words, still being recorded or not), and the two things done to a whole folder: delete it,
+export it as a zip. Which recordings are being written now is not read from the disk (a crashed
+run's folder looks the same): the caller passes the folders its recorder has open."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from desktop.errors import OmnideskError
 from desktop.recording.reader import meta_from_name, read_meta
@@ -28,8 +31,9 @@ class Summary:
     started_at: float  # epoch seconds
     duration: float  # seconds
     size: int  # bytes on disk
-    complete: bool  # False: still recording, or the app stopped before its end
+    complete: bool  # False: still recording (`live`), or the app stopped before its end
     video: bool
+    live: bool = False  # being recorded now by this app (else an unfinished one was cut short)
 
     @property
     def name(self) -> str:
@@ -40,19 +44,27 @@ def is_recording(folder: Path) -> bool:
     return folder.is_dir() and ((folder / "meta.json").is_file() or (folder / "timeline.jsonl").is_file())
 
 
-def scan(root: Path | str) -> list[Summary]:
-    """Every recording under `root`, newest first ([] when the folder does not exist)."""
-    root = Path(root)
+def live_names(folders: Iterable[Path | str]) -> frozenset[str]:
+    """The folder names of recordings being written now (names are unique: stamp + session id)."""
+    return frozenset(Path(f).name for f in folders)
+
+
+def scan(root: Path | str, live: Iterable[Path | str] = ()) -> list[Summary]:
+    """Every recording under `root`, newest first ([] when the folder does not exist). `live`:
+    the folders being recorded now (an unfinished one not among them was cut short)."""
+    root, names = Path(root), live_names(live)
     try:
         entries = list(os.scandir(root))
     except OSError:
         return []
-    found = [s for e in entries if e.is_dir(follow_symlinks=False) and (s := summarize(Path(e.path))) is not None]
+    found = [s for e in entries
+             if e.is_dir(follow_symlinks=False) and (s := summarize(Path(e.path), e.name in names)) is not None]
     return sorted(found, key=lambda s: (s.started_at, s.name), reverse=True)
 
 
-def summarize(folder: Path) -> Summary | None:
-    """The list row of one recording folder; None when it is not one."""
+def summarize(folder: Path, live: bool = False) -> Summary | None:
+    """The list row of one recording folder; None when it is not one. `live`: being recorded now
+    (it counts only while the folder has no end written)."""
     if not is_recording(folder):
         return None
     meta = read_meta(folder) or meta_from_name(folder)
@@ -64,7 +76,7 @@ def summarize(folder: Path) -> Summary | None:
         duration, complete = last_time(folder / "timeline.jsonl"), False
     return Summary(folder, "chat" if meta.get("type") == "chat" else "call", str(meta.get("title") or ""),
                    str(meta.get("first_words") or ""), started, duration, folder_size(folder), complete,
-                   bool(meta.get("video")))
+                   bool(meta.get("video")), live and not complete)
 
 
 def last_time(timeline: Path) -> float:

@@ -50,13 +50,18 @@ class Player:
         return min(pos, self.duration)
 
     @property
+    def playable(self) -> bool:
+        """False when there is nothing to play (no length: empty, or nothing recorded yet)."""
+        return self.duration > 0
+
+    @property
     def audible(self) -> bool:
         return self.mix is not None and self.sink is not None
 
     # ------------------------------------------------------------------ controls
 
     def play(self) -> None:
-        if self.playing:
+        if self.playing or not self.playable:
             return
         if self._anchor_pos >= self.duration:  # at the end: play again from the start
             self._anchor_pos = 0.0

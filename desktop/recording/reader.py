@@ -94,14 +94,6 @@ class Recording:
         return self.meta.get("ended_at") is not None or any(e.kind == "end" for e in self.events)
 
     @property
-    def last_write(self) -> float:
-        """When the timeline was last written (epoch seconds; 0 when it cannot be told)."""
-        try:
-            return (self.folder / "timeline.jsonl").stat().st_mtime
-        except OSError:
-            return 0.0
-
-    @property
     def duration(self) -> float:
         ends = [self.user.duration, self.ai.duration, max((e.t for e in self.events), default=0.0)]
         ended = self.meta.get("ended_at")

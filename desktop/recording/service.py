@@ -17,7 +17,7 @@ from desktop.recording.lanes import WriterPool, shared_pool
 from desktop.recording.paths import default_root
 from desktop.recording.replay import build_replay
 from desktop.recording.retention import Freed, apply_retention
-from desktop.recording.writer import SessionRecorder
+from desktop.recording.writer import SessionRecorder, live_folders
 from desktop.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -30,18 +30,29 @@ Status = Callable[[str], None]
 
 class Recordings:
     """`settings()` is read whenever a session starts. `status(text)` gets short progress lines
-    (replay building) on any thread. `root`: the recordings folder (tests give tmp_path)."""
+    (replay building) on any thread. `root`: the recordings folder (tests give tmp_path).
+    `model()`: the loaded model's name as the app shows it (None: none loaded; the settings' model
+    source is written then)."""
 
     def __init__(self, settings: Callable[[], Settings], root: Path | None = None, *,
-                 pool: WriterPool | None = None, status: Status | None = None) -> None:
+                 pool: WriterPool | None = None, status: Status | None = None,
+                 model: Callable[[], str | None] = lambda: None) -> None:
         self.settings, self.root = settings, Path(root) if root is not None else default_root()
-        self.pool, self.status = pool or shared_pool(), status or (lambda text: None)
+        self.pool, self.status, self.model = pool or shared_pool(), status or (lambda text: None), model
         self.chats = ChatRecording(self._open_chat, lambda: self.settings().record_chats)
         self._replays = ThreadPoolExecutor(1, thread_name_prefix="omnidesk-replay")  # one at a time, in order
         self.last_freed: Freed | None = None
         self._stopping = threading.Event()  # the app is closing: a replay being built gives up
 
     # ------------------------------------------------------------------ sessions
+
+    def live(self) -> set[Path]:
+        """The folders under `root` being recorded now, by this app (a folder left unfinished by
+        an earlier run that crashed is not among them). Cheap: read from memory, any thread."""
+        return {f for f in live_folders() if f.parent == self.root}
+
+    def model_name(self) -> str:
+        return self.model() or self.settings().model_source
 
     def record_call(self, call: Any, speaker: Any, *, model: str = "",
                     on_state: Callable[[str], None] | None = None) -> CallRecording | None:
@@ -53,7 +64,8 @@ class Recordings:
         state = on_state or (lambda text: None)
         rate = int(getattr(speaker, "device_rate", 0) or 0)
         rec = SessionRecorder(
-            self.root, "call", title="Voice call", model=model, clock=call.clock, pool=self.pool,
+            self.root, "call", title="Voice call", model=model or self.model_name(), clock=call.clock,
+            pool=self.pool,
             settings={"call_mode": call.state.mode.value, "tts_engine": s.tts_engine, "tts_voice": s.tts_voice,
                       "audio_input_device": s.audio_input_device},
             user_rate=int(getattr(call.mic, "sample_rate", 16000)), ai_rate=min(rate, AI_RATE_MAX) if rate else None,
@@ -68,7 +80,7 @@ class Recordings:
 
     def _open_chat(self, title: str) -> SessionRecorder:
         s = self.settings()
-        return SessionRecorder(self.root, "chat", title=title, model=s.model_source, pool=self.pool,
+        return SessionRecorder(self.root, "chat", title=title, model=self.model_name(), pool=self.pool,
                                settings={"temperature": s.temperature, "max_tokens": s.max_tokens},
                                on_warning=self.status)
 

@@ -1,11 +1,14 @@
-"""Small helpers of the recording tests: a recorder on a virtual clock and a disk that fails."""
+"""Small helpers of the recording tests: a disk that fails, and a chat reply as the chat hook sees it."""
 
 from __future__ import annotations
 
 import errno
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from desktop.engine.conversations import Conversation, StoredMessage
 from desktop.recording.disk import Disk
 
 
@@ -30,3 +33,29 @@ class FullDisk(Disk):
             self.failures += 1
             raise OSError(self.err, os.strerror(self.err))
         super().append_line(f, line)
+
+
+@dataclass
+class FakeReply:
+    """What ChatRecording reads of an engine Reply: conv, at, continuing, text, stats, error, listeners."""
+
+    conv: Conversation
+    continuing: bool = False
+    text: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+    error: tuple[str, str, bool] | None = None
+    listeners: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.conv.messages.append(StoredMessage("assistant", ""))
+        self.at = len(self.conv.messages) - 1
+
+    def stream(self, *parts: str, stats: dict[str, Any] | None = None, failed: str | None = None) -> None:
+        for part in parts:
+            self.text += part
+            for listener in list(self.listeners):
+                listener(self, "text")
+        self.stats = stats or {}
+        self.error = ("boom", failed, False) if failed else None
+        for listener in list(self.listeners):
+            listener(self, "failed" if failed else "done")

@@ -3,39 +3,13 @@ and images, the streamed deltas, the final text and token figures; off → nothi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import time
 
+from helpers import FakeReply, FullDisk
 from desktop.engine.conversations import Conversation, StoredMessage
 from desktop.recording.chat_hook import ChatRecording
 from desktop.recording.replay import read_timeline
-from desktop.recording.writer import SessionRecorder
-
-
-@dataclass
-class FakeReply:
-    """What ChatRecording reads of an engine Reply: conv, at, continuing, text, stats, error, listeners."""
-
-    conv: Conversation
-    continuing: bool = False
-    text: str = ""
-    stats: dict[str, Any] = field(default_factory=dict)
-    error: tuple[str, str, bool] | None = None
-    listeners: list = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.conv.messages.append(StoredMessage("assistant", ""))
-        self.at = len(self.conv.messages) - 1
-
-    def stream(self, *parts: str, stats: dict[str, Any] | None = None, failed: str | None = None) -> None:
-        for part in parts:
-            self.text += part
-            for listener in list(self.listeners):
-                listener(self, "text")
-        self.stats = stats or {}
-        self.error = ("boom", failed, False) if failed else None
-        for listener in list(self.listeners):
-            listener(self, "failed" if failed else "done")
+from desktop.recording.writer import SessionRecorder, live_folders
 
 
 def test_chat_turns_are_recorded_per_conversation(tmp_path):
@@ -89,3 +63,31 @@ def test_chat_turns_are_recorded_per_conversation(tmp_path):
     image = next(e for e in events if e["kind"] == "image")
     assert image["turn"] == 1 and (rec.folder / image["file"]).read_bytes() == b"\x89PNG fake"
     assert events[-1]["kind"] == "end" and rec.meta["ended_at"] is not None
+
+
+def test_a_session_stopped_by_the_disk_is_closed_when_replaced(tmp_path):
+    """A session the disk stopped is closed when the next reply opens a new one: it is no longer
+    counted as live (the Recordings list would show it as still recording)."""
+    opened: list[SessionRecorder] = []
+
+    def open_session(title: str) -> SessionRecorder:
+        opened.append(SessionRecorder(tmp_path, "chat", title=title, disk=FullDisk(room=1) if not opened else None))
+        return opened[-1]
+
+    chats = ChatRecording(open_session, lambda: True)
+    conv = Conversation("c1", messages=[StoredMessage("user", "hi")])
+    chats.observe(FakeReply(conv))  # its first line finds the disk full
+    first = opened[0]
+    for _ in range(200):
+        if first.failed is not None:
+            break
+        time.sleep(0.01)
+    assert first.failed and first.folder in live_folders()
+    conv.messages.append(StoredMessage("user", "again"))
+    chats.observe(FakeReply(conv))
+    assert first._closing is not None  # closed by the hook, not by this test
+    first._closing.result(10)
+    assert len(opened) == 2 and first.folder not in live_folders() and opened[1].folder in live_folders()
+    for fut in chats.close_all():
+        fut.result(10)
+    assert opened[1].folder not in live_folders()

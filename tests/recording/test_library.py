@@ -29,6 +29,21 @@ def test_scan_summaries_newest_first(tmp_path):
     assert scan(tmp_path / "missing") == []
 
 
+def test_live_recordings_are_told_from_cut_short_ones(tmp_path):
+    """Only the recorder knows which unfinished folders it is writing: those are live, any other
+    unfinished one was cut short (even one written a moment ago), a finished one is neither."""
+    going = sample_call(tmp_path, started_at=1_700_000_000.0, finish=False)
+    cut = sample_call(tmp_path, started_at=1_700_100_000.0, finish=False)
+    cut.crash()
+    done = sample_chat(tmp_path, started_at=1_700_200_000.0)
+    rows = {r.folder: r for r in scan(tmp_path, live=[going.folder, done.folder])}
+    assert (rows[going.folder].live, rows[going.folder].complete) == (True, False)
+    assert rows[going.folder].duration == pytest.approx(5.5)  # what is recorded so far
+    assert (rows[cut.folder].live, rows[cut.folder].complete) == (False, False)
+    assert (rows[done.folder].live, rows[done.folder].complete) == (False, True)  # its end is written
+    assert not any(r.live for r in scan(tmp_path))  # nothing open: every unfinished one was cut short
+
+
 def test_delete_only_recordings_inside_the_root(tmp_path):
     root = tmp_path / "recordings"
     rec = sample_chat(root)

@@ -36,6 +36,18 @@ def test_position_speed_seek_and_end():
     assert player.position == 0.0
 
 
+def test_nothing_to_play_does_not_start():
+    """A recording of no length (empty, or nothing timed yet) never starts: no play/stop blink."""
+    clock = VirtualClock()
+    player = Player(0.0, clock=clock)
+    states = []
+    player.on_state = states.append
+    assert not player.playable and Player(0.1, clock=clock).playable
+    player.toggle()
+    clock.advance(1.0)
+    assert not player.playing and player.tick() == 0.0 and states == []
+
+
 def test_mix_is_both_voices_at_one_rate(tmp_path):
     rec = open_recording(sample_call(tmp_path, video=False).folder)
     mix = Mix([rec.user, rec.ai])

@@ -11,10 +11,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from helpers import FakeReply
 from desktop.engine.call import CallEvent
 from desktop.engine.call_state import CallMode
+from desktop.engine.conversations import Conversation, StoredMessage
 from desktop.media.clock import VirtualClock
 from desktop.media.fake_audio import FakeAudioOutput
+from desktop.recording.library import scan
 from desktop.recording.service import RECORDING, Recordings
 from desktop.settings import Settings
 
@@ -72,4 +75,44 @@ def test_clean_up_reports_what_it_freed(tmp_path):
     freed = recs.clean_up()
     assert freed.by_age == [old.name] and not old.exists() and recs.last_freed is freed
     assert lines and lines[-1].startswith("Recordings cleaned up: freed")
+    recs.close()
+
+
+def test_chats_carry_the_loaded_models_name_and_are_live_until_closed(tmp_path):
+    """meta's model is the name the app shows for the loaded model, not the settings' "default";
+    `live()` lists this app's open sessions only, not a folder an earlier run left unfinished."""
+    settings = Settings(record_chats=True)
+    assert settings.model_source == "default"
+    loaded: list[str | None] = ["SmolLM2-135M-Instruct"]
+    recs = Recordings(lambda: settings, tmp_path, model=lambda: loaded[0])
+    left = tmp_path / "20200101-000000-chat-0123abcd"  # an earlier run's, never ended
+    left.mkdir()
+    (left / "meta.json").write_text(json.dumps({"type": "chat", "started_at": 1.0, "ended_at": None}))
+    conv = Conversation("c1", title="Hello", messages=[StoredMessage("user", "hi")])
+    reply = FakeReply(conv)
+    recs.chats.observe(reply)
+    reply.stream("Hello!")
+    folder = recs.chats.sessions["c1"].recorder.folder
+    assert recs.live() == {folder}
+    rows = {r.folder.name: r for r in scan(tmp_path, recs.live())}
+    assert rows[folder.name].live and not rows[left.name].live and not rows[left.name].complete
+    loaded[0] = None  # no model loaded: the settings' source stands in
+    other = FakeReply(Conversation("c2", messages=[StoredMessage("user", "yo")]))
+    recs.chats.observe(other)
+    second = recs.chats.sessions["c2"].recorder.folder
+    recs.close()
+    assert recs.live() == set()
+    assert json.loads((folder / "meta.json").read_text())["model"] == "SmolLM2-135M-Instruct"
+    assert json.loads((second / "meta.json").read_text())["model"] == "default"
+    assert not any(r.live for r in scan(tmp_path, recs.live()))
+
+
+def test_a_call_without_a_model_argument_takes_the_loaded_one(tmp_path):
+    recs = Recordings(Settings, tmp_path, model=lambda: "SmolLM2-135M-Instruct")
+    clock = VirtualClock()
+    recording = recs.record_call(fake_call(clock), FakeAudioOutput(clock, device_rate=48000))
+    assert recording.recorder.meta["model"] == "SmolLM2-135M-Instruct"
+    assert recs.live() == {recording.recorder.folder}
+    recording.recorder.close().result(10)
+    assert recs.live() == set()
     recs.close()

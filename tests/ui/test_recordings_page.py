@@ -1,5 +1,6 @@
 """The Recordings page (offscreen) on recordings written by the spec: list, sort, search, delete
-with confirmation (confirmed and cancelled), export as zip, the empty state, the main window."""
+with confirmation (confirmed and cancelled), export as zip, the empty state, the main window; a
+recording going on now told from one cut short, and the list following it to its end."""
 
 from __future__ import annotations
 
@@ -113,6 +114,60 @@ def test_export_zip(qtbot, root, tmp_path):
     lst.export_selected(tmp_path / "missing" / "x.zip")
     qtbot.waitUntil(lambda: lst.background.busy == 0)
     assert messages[-1].startswith("Could not export the recording")
+
+
+def test_a_live_recording_is_not_listed_as_cut_short(qtbot, root, screenshot):
+    """A chat being recorded now (a real recorder, as the app's Recordings service sees it) reads
+    "● Recording" with what it has so far; an unfinished folder nobody writes (a crashed run's)
+    keeps its ⚠; when the recording ends, the shown list updates by itself."""
+    from desktop.media.clock import VirtualClock
+    from desktop.recording.service import Recordings
+    from desktop.recording.writer import SessionRecorder
+
+    recordings = Recordings(Settings, root)
+    clock = VirtualClock()
+    rec = SessionRecorder(root, "chat", title="Weekend plans", model="SmolLM2-135M-Instruct", clock=clock)
+    clock.advance(12.0)
+    rec.event("user_text", text="What should I cook tonight?", turn=1)
+    clock.advance(2.0)
+    rec.event("assistant_text", text="A risotto.", turn=1)
+    qtbot.waitUntil(lambda: "risotto" in (rec.folder / "timeline.jsonl").read_text())
+    page = RecordingsPage(lambda: root, live=recordings.live)
+    qtbot.addWidget(page)
+    page.resize(1000, 400)
+    page.show()
+    qtbot.waitUntil(lambda: page.list.model.rowCount() == 4 and page.list.background.busy == 0)
+    proxy = page.list.proxy
+
+    def row(title: str) -> int:
+        return next(r for r in range(proxy.rowCount()) if proxy.data(proxy.index(r, TITLE)) == title)
+
+    live, crashed = row("Weekend plans"), row(rows(page)[1])
+    assert rows(page)[1].startswith("Video call on")  # the crashed one, untitled
+    assert proxy.data(proxy.index(live, DURATION)) == "● Recording · 0:14"
+    assert "Still being recorded: 0:14 so far" in proxy.data(proxy.index(live, DURATION), Qt.ItemDataRole.ToolTipRole)
+    assert proxy.data(proxy.index(live, 0), SUMMARY_ROLE).live
+    assert proxy.data(proxy.index(crashed, DURATION)) == "0:05 ⚠"
+    assert "stopped before this recording ended" in proxy.data(proxy.index(crashed, DURATION), Qt.ItemDataRole.ToolTipRole)
+    assert proxy.data(proxy.index(row("Trip planning"), DURATION)) == "0:40"
+    messages: list[str] = []
+    page.status.connect(messages.append)
+    page.list.table.selectRow(live)
+    assert not page.list.delete_button.isEnabled() and page.list.export_button.isEnabled()
+    assert page.list.delete_selected() is None and "still going on" in messages[-1]  # Del key: refused, said
+    assert rec.folder.exists()
+    page.list.table.selectRow(row("Trip planning"))  # the live row in its own colour, not the selection's
+    screenshot(page, "recordings_list_live")
+
+    rec.close().result(10)  # the chat's session ends (idle, or the app closes)
+    qtbot.waitUntil(lambda: not proxy.data(proxy.index(row("Weekend plans"), 0), SUMMARY_ROLE).live, timeout=5000)
+    ended = row("Weekend plans")
+    assert proxy.data(proxy.index(ended, DURATION)) == "0:14"
+    assert proxy.data(proxy.index(ended, DURATION), Qt.ItemDataRole.ToolTipRole) is None
+    assert proxy.data(proxy.index(row(rows(page)[1]), DURATION)) == "0:05 ⚠"
+    page.list.table.selectRow(ended)
+    assert page.list.delete_button.isEnabled()
+    recordings.close()
 
 
 def test_empty_state(qtbot, tmp_path, screenshot):

@@ -1,11 +1,9 @@
 """The recording viewer (offscreen) on recordings written by the spec: a video call with both
-voices, frames and a barge-in; a chat; a crashed recording; keys; playback on a virtual clock
+voices, frames and a barge-in; a chat; a crashed recording and a live one;
+nothing to play (Play off, says why); keys; playback on a virtual clock
 through the fake speaker with the transcript highlight and the frame following."""
 
 from __future__ import annotations
-
-import os
-import time
 
 import numpy as np
 import pytest
@@ -148,17 +146,67 @@ def test_replay_video_opens_in_the_desktop_player(qtbot, tmp_path, clock, monkey
 def test_crashed_recording_opens(qtbot, tmp_path, clock, screenshot):
     rec = sample_call(tmp_path, finish=False)
     (rec.folder / "ai_audio" / "000003.wav.part").write_bytes(b"RIFF")
-    rec.crash()
+    rec.crash()  # written just now, but no recorder of this app has it open: cut short
     page, viewer = open_in_page(qtbot, rec.folder, clock)
-    assert viewer.notice.isVisible() and "still going on" in viewer.notice.text()  # written just now
-    assert "cut short" not in viewer.notice.text()  # a line being written is no problem while it goes on
-    old = time.time() - 600
-    os.utime(rec.folder / "timeline.jsonl", (old, old))
-    page.open(rec.folder)
-    qtbot.waitUntil(lambda: page.opening is None)
     assert "did not end normally" in viewer.notice.text() and "cut short" in viewer.notice.text()
+    assert "still going on" not in viewer.notice.text() and not viewer.live
     assert len(viewer.transcript.turns) == 2 and viewer.player.duration == pytest.approx(5.5)
     screenshot(page, "recording_viewer_crashed")
+
+
+def test_a_live_recording_opens_as_going_on(qtbot, tmp_path, clock):
+    rec = sample_call(tmp_path, finish=False)
+    rec.crash()  # a line being written looks the same as a torn one
+    live = {rec.folder}
+    page = RecordingsPage(lambda: tmp_path, live=lambda: live, clock=clock)
+    qtbot.addWidget(page)
+    page.show()
+    page.open(rec.folder)
+    qtbot.waitUntil(lambda: page.currentWidget() is page.viewer)
+    viewer = page.viewer
+    assert viewer.live and "still going on" in viewer.notice.text()
+    assert "cut short" not in viewer.notice.text()  # a line being written is no problem while it goes on
+    assert viewer.transport.play.isEnabled()  # 5.5 s recorded so far: playable
+
+
+def test_nothing_to_play_keeps_play_off(qtbot, tmp_path, clock, screenshot):
+    """A live chat with under a second recorded (it reads 0:00, no sound) and the same one cut
+    short: Play is off and says why; Space says it in the status bar instead of jumping to 0:00."""
+    rec = sample_chat(tmp_path, title="Just started")
+    (rec.folder / "timeline.jsonl").write_text('{"t": 0.0, "kind": "user_text", "text": "hi", "turn": 1}\n'
+                                               '{"t": 0.4, "kind": "assistant_delta", "text": "Hel", "turn": 1}\n')
+    rec.meta["ended_at"] = None
+    rec._write_meta()
+    live = {rec.folder}
+    page = RecordingsPage(lambda: tmp_path, live=lambda: live, clock=clock)
+    qtbot.addWidget(page)
+    page.resize(900, 500)
+    page.show()
+    messages: list[str] = []
+    page.status.connect(messages.append)
+    page.open(rec.folder)
+    qtbot.waitUntil(lambda: page.currentWidget() is page.viewer)
+    viewer = page.viewer
+    transport = viewer.transport
+    assert viewer.player.duration == pytest.approx(0.4) and not viewer.playable  # reads 0:00: no sound to play
+    assert not transport.play.isEnabled() and not transport.slider.isEnabled()
+    assert transport.time.text() == "Nothing recorded to play yet" == transport.play.toolTip()
+    screenshot(page, "recording_viewer_nothing_yet")
+    QTest.keyClick(viewer, Qt.Key.Key_Space)
+    assert messages[-1] == "Nothing recorded to play yet." and not viewer.player.playing
+    assert transport.time.text() == "Nothing recorded to play yet"  # not "0:00 / 0:00"
+
+    live.clear()  # the same folder with no recorder: an empty recording cut short
+    page.show_list()
+    page.open(rec.folder)
+    qtbot.waitUntil(lambda: page.opening is None and not viewer.live)
+    assert transport.time.text() == "Nothing to play in this recording" and not transport.play.isEnabled()
+
+    full = sample_call(tmp_path)
+    page.show_list()
+    page.open(full.folder)
+    qtbot.waitUntil(lambda: page.opening is None and viewer.player.duration > 0)
+    assert transport.play.isEnabled() and transport.slider.isEnabled() and transport.time.text() == "0:00 / 0:06"
 
 
 def test_a_folder_that_is_not_a_recording_says_so(qtbot, tmp_path, clock):

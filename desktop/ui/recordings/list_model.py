@@ -1,13 +1,15 @@
 """The recordings as a table (date, type, duration, size, title, first words) and the proxy that
-sorts it by the real values and filters it by the search text (title and first words)."""
+sorts it by the real values and filters it by the search text (title and first words). A recording
+being made now reads "● Recording", one the app stopped during is marked ⚠."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QColor, QFont
 
+from desktop.recording.chat_hook import IDLE_CLOSE_S
 from desktop.recording.library import Summary
 from desktop.safefile import human_size
 from desktop.ui.recordings.format import clock_text, date_text, kind_text
@@ -17,10 +19,27 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 2
 COLUMNS = ("Date", "Type", "Duration", "Size", "Title", "First words")
 DATE, KIND, DURATION, SIZE, TITLE, FIRST_WORDS = range(len(COLUMNS))
+LIVE_COLOR = QColor("#d23c3c")  # the red of a recording light: readable on light and dark
+CUT_SHORT_TIP = "The app stopped before this recording ended; everything written until then is kept."
 
 
 def title_of(s: Summary) -> str:
     return s.title or f"{kind_text(s.kind, s.video)} on {date_text(s.started_at)}"
+
+
+def duration_text(s: Summary) -> str:
+    if s.live:
+        return f"● Recording · {clock_text(s.duration)}"
+    return clock_text(s.duration) + ("" if s.complete else " ⚠")
+
+
+def duration_tip(s: Summary) -> str | None:
+    if s.live:
+        ends = ("when the call ends" if s.kind == "call" else
+                f"after {int(IDLE_CLOSE_S // 60)} minutes without a new message, or when Omnidesk closes")
+        return (f"Still being recorded: {clock_text(s.duration)} so far. It ends {ends}; "
+                "you can open it now to see what it has so far.")
+    return None if s.complete else CUT_SHORT_TIP
 
 
 class RecordingsModel(QAbstractTableModel):
@@ -50,17 +69,19 @@ class RecordingsModel(QAbstractTableModel):
         s, col = self.rows[index.row()], index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             return (date_text(s.started_at), kind_text(s.kind, s.video),
-                    clock_text(s.duration) + ("" if s.complete else " ⚠"), human_size(s.size),
+                    duration_text(s), human_size(s.size),
                     title_of(s), s.first_words)[col]
         if role == SORT_ROLE:
             return (s.started_at, s.kind, s.duration, s.size, title_of(s).casefold(), s.first_words.casefold())[col]
         if role == SUMMARY_ROLE:
             return s
         if role == Qt.ItemDataRole.ToolTipRole:
-            if col == DURATION and not s.complete:
-                return "The app stopped before this recording ended; everything written until then is kept."
+            if col == DURATION:
+                return duration_tip(s)
             if col in (TITLE, FIRST_WORDS):
                 return s.first_words or None
+        if role == Qt.ItemDataRole.ForegroundRole and col == DURATION and s.live:
+            return LIVE_COLOR
         if role == Qt.ItemDataRole.FontRole and col == TITLE and not s.title:
             font = QFont()
             font.setItalic(True)  # a stand-in title, not one the recording has

@@ -1,20 +1,21 @@
 """The list half of the Recordings page: search, a sortable table, Open / Export / Delete, and a
-friendly empty state that says what gets recorded. File work runs in the background."""
+friendly empty state that says what gets recorded. File work runs in the background. While shown,
+it rescans when a recording starts or ends (the recorder's live folders, checked every second)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
-from PySide6.QtCore import QStandardPaths, Qt, Signal
+from PySide6.QtCore import QStandardPaths, Qt, QTimer, Signal
 from PySide6.QtGui import QPalette, QShortcut
 from PySide6.QtWidgets import (
     QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton,
     QStackedWidget, QVBoxLayout, QWidget,
 )
 
-from desktop.recording.library import Summary, delete, export_zip, scan
+from desktop.recording.library import Summary, delete, export_zip, live_names, scan
 from desktop.safefile import human_size
 from desktop.ui.icons import nav_icon
 from desktop.ui.plain import plain
@@ -29,6 +30,8 @@ from desktop.ui.recordings.list_model import (
 EMPTY_TEXT = ("When recording is on (Settings → Recording), every call is kept here: what you both said, "
               "both voices and the camera's frames, with the latency of each turn. Chats are recorded too "
               "if you turn that on. Recordings stay on this computer and clean themselves up by age and size.")
+LIVE_DELETE = "This recording is still going on; it can be deleted once it has ended."
+LIVE_POLL_MS = 1000  # how often a shown list asks whether a recording started or ended
 
 
 def zip_name(s: Summary) -> str:
@@ -65,15 +68,22 @@ class EmptyState(QWidget):
 
 class ListPanel(QWidget):
     """Emits `open_requested(folder)`, `settings_requested` and `status(text)`. `refresh()` rescans
-    the root in the background; `export_selected(dest)` and `delete_selected()` act on the selection."""
+    the root in the background; `export_selected(dest)` and `delete_selected()` act on the selection.
+    `live()`: the folders being recorded now (cheap: it is asked every second while shown)."""
 
     open_requested = Signal(Path)
     settings_requested = Signal()
     status = Signal(str)
 
-    def __init__(self, root: Callable[[], Path], parent: QWidget | None = None) -> None:
+    def __init__(self, root: Callable[[], Path], live: Callable[[], Iterable[Path]] = lambda: (),
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._root = root
+        self._root, self._live = root, live
+        self.scanned_live: frozenset[str] = frozenset()  # the live folders the last scan was told of
+        self._scans = 0  # a scan's answer is used only if no later scan was asked for
+        self.live_timer = QTimer(self)
+        self.live_timer.setInterval(LIVE_POLL_MS)
+        self.live_timer.timeout.connect(self.check_live)
         self.background = Background(self)
         self.model = RecordingsModel(self)
         self.proxy = RecordingsFilter(self)
@@ -152,7 +162,16 @@ class ListPanel(QWidget):
 
     def refresh(self) -> None:
         """Rescan the recordings folder (in the background); the selection is kept."""
-        self.background.run(scan, self._scanned_rows, self.root)
+        self.scanned_live = live_names(self._live())
+        self._scans += 1
+        ask = self._scans
+        self.background.run(scan, lambda rows, error: ask == self._scans and self._scanned_rows(rows, error),
+                            self.root, self.scanned_live)
+
+    def check_live(self) -> None:
+        """Rescan when a recording started or ended since the last scan (its row changes)."""
+        if live_names(self._live()) != self.scanned_live:
+            self.refresh()
 
     def _scanned_rows(self, rows: list[Summary] | None, error: BaseException | None) -> None:
         if error is not None:
@@ -170,6 +189,11 @@ class ListPanel(QWidget):
     def showEvent(self, event) -> None:  # type: ignore[no-untyped-def]
         super().showEvent(event)
         self.refresh()  # a call may have ended since
+        self.live_timer.start()
+
+    def hideEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+        self.live_timer.stop()
+        super().hideEvent(event)
 
     def _search(self, text: str) -> None:
         self.proxy.set_search(text)
@@ -190,9 +214,11 @@ class ListPanel(QWidget):
         return False
 
     def _update_buttons(self, *_args: object) -> None:
-        on = self.selected() is not None
-        for button in (self.open_button, self.export_button, self.delete_button):
-            button.setEnabled(on)
+        s = self.selected()
+        for button in (self.open_button, self.export_button):
+            button.setEnabled(s is not None)
+        self.delete_button.setEnabled(s is not None and not s.live)
+        self.delete_button.setToolTip(LIVE_DELETE if s is not None and s.live else "")
 
     # ------------------------------------------------------------------ actions
 
@@ -205,6 +231,9 @@ class ListPanel(QWidget):
         """Ask (window-modal, no nested loop), then delete in the background. Returns the box."""
         s = self.selected()
         if s is None:
+            return None
+        if s.live:  # its recorder still writes there
+            self.status.emit(LIVE_DELETE)
             return None
         box = QMessageBox(QMessageBox.Icon.Question, "Delete recording", f"Delete “{title_of(s)}”?",
                           QMessageBox.StandardButton.Cancel, self)

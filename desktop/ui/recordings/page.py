@@ -4,7 +4,7 @@ the background, with its waveforms); Esc or the back button returns to the list.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QApplication, QStackedWidget, QWidget
@@ -25,17 +25,20 @@ def load(folder: Path) -> Recording:
 
 
 class RecordingsPage(QStackedWidget):
-    """`root()`: the recordings folder; `speaker()`: the app's speaker (None: play silently).
-    Emits `status(text)` for the status bar and `settings_requested` (the empty state's button)."""
+    """`root()`: the recordings folder; `speaker()`: the app's speaker (None: play silently);
+    `live()`: the folders being recorded now (the recorder's; an unfinished folder not among them
+    was cut short). Emits `status(text)` for the status bar and `settings_requested` (the empty
+    state's button)."""
 
     status = Signal(str)
     settings_requested = Signal()
 
     def __init__(self, root: Callable[[], Path], speaker: Callable[[], AudioSink | None] = lambda: None, *,
-                 clock: Clock | None = None, parent: QWidget | None = None) -> None:
+                 live: Callable[[], Iterable[Path]] = lambda: (), clock: Clock | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.list = ListPanel(root)
-        self.viewer = Viewer(speaker, clock)
+        self.list = ListPanel(root, live)
+        self.viewer = Viewer(speaker, clock, live)
         self.addWidget(self.list)
         self.addWidget(self.viewer)
         self.list.open_requested.connect(self.open)

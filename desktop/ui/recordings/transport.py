@@ -21,6 +21,7 @@ class Transport(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.duration = 0.0
+        self.empty = ""  # why there is nothing to play ("" when there is)
         self.play = QToolButton()
         self.play.setAutoRaise(True)
         self.play.setIconSize(QSize(20, 20))
@@ -64,12 +65,22 @@ class Transport(QWidget):
             self.slider.blockSignals(True)
             self.slider.setValue(int(round(t * STEPS_PER_S)))
             self.slider.blockSignals(False)
-        self.time.setText(f"{clock_text(t)} / {clock_text(self.duration)}")
+        self.time.setText(self.empty or f"{clock_text(t)} / {clock_text(self.duration)}")
+
+    def set_playable(self, playable: bool, why: str = "") -> None:
+        """Play, the slider and the speed on or off; off, `why` stands in place of the times."""
+        self.empty = "" if playable else why
+        for widget in (self.play, self.slider, self.speed):
+            widget.setEnabled(playable)
+        self.set_playing(self.playing)
+        self.set_position(0.0)
 
     def set_playing(self, playing: bool) -> None:
         self.playing = playing
-        self.play.setIcon(transport_icon("pause" if playing else "play", self.palette().color(QPalette.ColorRole.WindowText)))
-        self.play.setToolTip("Pause (Space)" if playing else "Play (Space)")
+        group = QPalette.ColorGroup.Normal if self.play.isEnabled() else QPalette.ColorGroup.Disabled
+        self.play.setIcon(transport_icon("pause" if playing else "play",
+                                         self.palette().color(group, QPalette.ColorRole.WindowText)))
+        self.play.setToolTip(self.empty or ("Pause (Space)" if playing else "Play (Space)"))
 
     def set_speed(self, speed: float) -> None:
         self.speed.setCurrentIndex(SPEEDS.index(speed))

@@ -3,9 +3,8 @@ and the current frame, all following one play position; Space, ←/→ (5 s), Ho
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QKeySequence, QPalette, QShortcut
@@ -13,6 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QVBox
 
 from desktop.media.audio_out import AudioSink
 from desktop.media.clock import Clock
+from desktop.recording.library import live_names
 from desktop.recording.mix import Mix
 from desktop.recording.player import Player
 from desktop.recording.reader import Recording, inside
@@ -27,23 +27,26 @@ from desktop.ui.recordings.transport import Transport
 
 TICK_MS = 30
 MIN_VIEW_S = 2.0  # the most the timeline zooms in: 2 s across
-LIVE_S = 30.0  # an unfinished recording written to this recently is taken as still going on
 SEEK_STEP_S = 5.0
+MIN_TEXT_PLAY_S = 1.0  # a recording without sound shorter than this reads 0:00: nothing to play
 PEAKS_PER_S = 100
 USER_COLOR, AI_COLOR = QColor("#2f7d4f"), QColor("#3a6fd8")
 
 
 class Viewer(QWidget):
     """`show_recording(rec)` loads one; `back` asks for the list again. The player's clock and the
-    speaker are passed in (tests: a VirtualClock and the fake speaker; `speaker()` None: silent)."""
+    speaker are passed in (tests: a VirtualClock and the fake speaker; `speaker()` None: silent);
+    `live()`: the folders being recorded now (an unfinished one not among them was cut short)."""
 
     back = Signal()
     status = Signal(str)
 
     def __init__(self, speaker: Callable[[], AudioSink | None] = lambda: None, clock: Clock | None = None,
-                 parent: QWidget | None = None) -> None:
+                 live: Callable[[], Iterable[Path]] = lambda: (), parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._speaker, self._clock = speaker, clock
+        self._speaker, self._clock, self._live = speaker, clock, live
+        self.live = False  # the recording shown is being recorded now
+        self.playable = False  # it has something to play
         self.recording: Recording | None = None
         self.player = Player(0.0, clock=clock)
         self.timer = QTimer(self)
@@ -143,10 +146,11 @@ class Viewer(QWidget):
             info.append(str(rec.meta["model"]))
         self.info.setText("  ·  ".join(info))
         warnings = []
-        live = not rec.complete and time.time() - rec.last_write < LIVE_S
+        live = self.live = not rec.complete and rec.folder.name in live_names(self._live())
         problems = [p for p in rec.problems if not (live and p.startswith("the last timeline entry"))]  # being written
         if live:
-            warnings.append("This recording is still going on; what was recorded so far is shown.")
+            warnings.append("This recording is still going on; what was recorded so far is shown "
+                            "(open it again to see what has been added since).")
         elif not rec.complete:
             warnings.append("This recording did not end normally (the app stopped during it); "
                             "everything written until then is shown.")
@@ -171,6 +175,9 @@ class Viewer(QWidget):
         self.frame.setVisible(bool(rec.frames))
         self.frame.reset()
         self.transport.set_duration(duration)
+        # a text-only recording under a second ("0:00") has nothing to step through either
+        self.playable = self.player.playable and (audio or duration >= MIN_TEXT_PLAY_S)
+        self.transport.set_playable(self.playable, self.nothing_to_play())
         self.transport.set_speed(1.0)
         self._state_changed(False)
         self._show_position(0.0)
@@ -197,8 +204,17 @@ class Viewer(QWidget):
 
     # ------------------------------------------------------------------ transport
 
+    def nothing_to_play(self) -> str:
+        """Why Play is off (the recording has no length yet), or "" when it can play."""
+        if self.playable:
+            return ""
+        return "Nothing recorded to play yet" if self.live else "Nothing to play in this recording"
+
     def toggle(self) -> None:
         if self.recording is None:
+            return
+        if not self.playable:
+            self.status.emit(f"{self.nothing_to_play()}.")
             return
         if not self.player.playing and self.player.mix is not None:
             self.player.sink = self._speaker()  # the speaker may have changed since it opened
