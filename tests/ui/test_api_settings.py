@@ -79,7 +79,7 @@ def test_settings_start_and_stop_the_api_live(comp, aloop, qtbot, screenshot):
             await hog.aclose()
             assert (await queued).status_code == 200
             c.window.refresh()
-            assert c.window.admin.counters.requests.detail.text().endswith("· 2\u00a0via\u00a0API")
+            assert c.window.admin.counters.requests.detail.text().endswith("· 2\u00a0via API")
             metrics = (await client.get("/metrics")).text
             assert 'omnidesk_requests_total{kind="chat",origin="api",outcome="completed"} 2.0' in metrics
 

@@ -3,6 +3,8 @@ time to first token (p50 / p95) and the gateway's routing decisions."""
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from desktop.ui.admin.format import percent
@@ -32,8 +34,8 @@ class CounterCard(QFrame):
 
 
 def phrases(text: str) -> str:
-    """A narrow card wraps its caption between the " · " parts, never inside one ("3 via API")."""
-    return " · ".join(part.replace(" ", "\u00a0") for part in text.split(" · "))
+    """A narrow card may wrap its caption, but never between a count and its word ("0 running")."""
+    return re.sub(r"(\d) ", "\\1\u00a0", text)
 
 
 class CountersRow(QWidget):
