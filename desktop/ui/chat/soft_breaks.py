@@ -69,12 +69,13 @@ def keep_line_breaks(source: str) -> str:
             continue
         indent, content = _split_indent(line)
         if not content:
-            out.append("")
+            out.append(line)
             kinds.append("blank" if prev != "code" else "code")
             i += 1
             continue
         block = bool(_FENCE.match(content) or content.startswith(">") or _ATX.match(content)
                      or _RULE.match(content) or _ITEM.match(content))
+        in_list = bool(items)
         if prev in ("blank", "code") or block:
             while items and items[-1] > indent:  # a line left of an item's text closes that item
                 items.pop()
@@ -96,7 +97,7 @@ def keep_line_breaks(source: str) -> str:
         elif m := _ITEM.match(content):
             ordered, empty = m.group(2), not content[m.end():].strip()
             # only a bullet or "1." item with text may interrupt a paragraph; else it continues it
-            if prev != "text" or items or not (empty or (ordered is not None and int(ordered) != 1)):
+            if prev != "text" or in_list or not (empty or (ordered is not None and int(ordered) != 1)):
                 kind = "item"
                 gap = len(m.group(3).expandtabs(4))
                 items.append(indent + len(m.group(1)) + (gap if 1 <= gap <= 4 else 1))
