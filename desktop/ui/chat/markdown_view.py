@@ -1,5 +1,6 @@
 """A read-only text view that is exactly as tall as its text: Markdown (code blocks in a
-monospace font on a subtle background) or plain text; long lines, code too, wrap. It never loads
+monospace font on a subtle background; each line break of a paragraph kept, as in a chat) or plain
+text; long lines, code too, wrap. It never loads
 anything (no images, no pages) and never navigates; web and email links open after a confirmation."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
 
 from desktop.ui.chat import links
+from desktop.ui.chat.soft_breaks import BREAK_MARK, LINE_BREAK, keep_line_breaks
 from desktop.ui.chat.style import mono_font, tint
 from desktop.ui.plain import plain_tip
 
@@ -74,12 +76,27 @@ class MarkdownView(QTextBrowser):
     def _render(self) -> None:
         self._last_render = time.monotonic()
         if self._markdown:
-            self.document().setMarkdown(self._source, MARKDOWN)
+            self.document().setMarkdown(keep_line_breaks(self._source), MARKDOWN)
+            self._break_lines()
             self._defuse()
             self._style_code()
         else:
             self.setPlainText(self._source)
         self._fit()
+
+    def _break_lines(self) -> None:
+        """Each BREAK_MARK with the space of the soft break after it becomes a line separator: a
+        new line in the same paragraph (a Markdown hard break would start a spaced-out block)."""
+        doc = self.document()
+        if "\n" not in self._source and "\r" not in self._source:
+            return  # one line: nothing to break
+        edit = QTextCursor(doc)
+        edit.beginEditBlock()
+        found = doc.find(BREAK_MARK + " ")
+        while not found.isNull():
+            found.insertText(LINE_BREAK)
+            found = doc.find(BREAK_MARK + " ", found)
+        edit.endEditBlock()
 
     def _defuse(self) -> None:
         """Links that may open keep their look and show their whole address on hover; any other
