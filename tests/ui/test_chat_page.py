@@ -8,6 +8,7 @@ import asyncio
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from desktop.engine.conversations import ConversationStore
 from desktop.engine.gateway import Gateway
@@ -176,8 +177,13 @@ def test_editing_an_earlier_message_branches_and_reuses_the_cache(page, aloop):
     original = page.current_conversation_id
     changed = []
     page.conversation_changed.connect(changed.append)
+    page.resize(720, 600)  # a narrow window: the banner's one-line text made the list give way
+    QApplication.processEvents()
+    list_width = page.conversations.width()
     page.view.widgets()[2].edit_button.click()
     assert page.composer.edit.toPlainText() == "Second question" and page.composer.editing
+    QApplication.processEvents()
+    assert page.conversations.width() == list_width  # the edit banner does not push the list aside
     page.composer.edit.setPlainText("Second question, edited")
     aloop.run(say(page, page.composer.edit.toPlainText()))
     branch = page.store.get(page.current_conversation_id)

@@ -117,6 +117,7 @@ class Composer(QWidget):
         banner = QHBoxLayout(self.edit_banner)
         banner.setContentsMargins(10, 4, 4, 4)
         note = QLabel("Editing an earlier message — sending it starts a new branch; this conversation stays as it is.")
+        note.setWordWrap(True)  # else its width becomes the page's minimum and the list beside it shrinks
         banner.addWidget(note, 1)
         cancel = QPushButton("Cancel edit")
         cancel.clicked.connect(self.cancel_edit)
