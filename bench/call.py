@@ -9,7 +9,10 @@ real time; with echo on (default) the speaker is looped back into the microphone
 
 Per turn: end of speech (the last sample of the user's audio, known exactly) → first audible
 sample of the reply, split into the VAD's end-of-turn wait, the final-transcript wait, the LLM's
-first token and the TTS up to the first sample; ASR wait; TTFT; cached/new tokens. Barge-in:
+first token and the TTS up to the first sample; ASR wait; cached/new tokens. Two TTFTs: `ttft_ms`,
+the worker's own figure for the reply request (the reply's header over the kept KV: the user's
+words went in just before, by AppendInput), and `turn_ttft_ms`, the words handed to the session →
+the first token (their prefill, the reply's, and the round trips): what the user waits for. Barge-in:
 the user's speech onset → the first speaker block that is silent (and stays silent 200 ms).
 `echo_barge_ins`: barge-ins the script did not cause (the assistant's own voice). WER of the
 transcripts over the script. The last line is JSON."""
@@ -209,6 +212,14 @@ def turn_rows(call: Call, truth: list[dict]) -> list[dict]:
     return rows
 
 
+def growth(ms: list[float | None]) -> tuple[float | None, float | None]:
+    """Turn 10 over turn 2, and the same less exposed to one noisy turn: the median of turns 8-10
+    over that of turns 2-4 (None without ten turns)."""
+    if len(ms) < 10 or None in ms[1:10] or not ms[1]:
+        return None, None
+    return ms[9] / ms[1], statistics.median(ms[7:10]) / statistics.median(ms[1:4])
+
+
 async def run(args: argparse.Namespace) -> dict:
     gw = await start_gateway(args)
     try:
@@ -224,6 +235,7 @@ async def run(args: argparse.Namespace) -> dict:
     barge_ms = [(s - o) * 1000 if (s := silenced_at(blocks, o)) is not None else None for o in onsets]
     scripted = [r for r, w in zip(rows, truth) if not w.get("barge")]
     ttfts = [r["ttft_ms"] for r in scripted]
+    words = [r["llm_ms"] for r in scripted]  # the words handed to the session → the reply's first token
     return {
         "turns": len(rows), "model": args.model, "tts": args.tts, "echo": args.echo, "threads": args.threads,
         "eos_to_audio_ms_p50": p([r["eos_to_audio_ms"] for r in rows], 50),
@@ -232,10 +244,10 @@ async def run(args: argparse.Namespace) -> dict:
                              "llm_first_token": p([r["llm_ms"] for r in rows], 50), "tts_first_audio": p([r["tts_ms"] for r in rows], 50)},
         "asr_ms_p50": p([r["asr_ms"] for r in rows], 50),
         "ttft_ms": [None if x is None else round(x, 1) for x in ttfts],
-        "ttft_turn10_over_turn2": (ttfts[9] / ttfts[1]) if len(ttfts) >= 10 and ttfts[1] and ttfts[9] else None,
-        # the same comparison less exposed to one noisy turn: median of turns 8-10 over turns 2-4
-        "ttft_late_over_early": (statistics.median(ttfts[7:10]) / statistics.median(ttfts[1:4]))
-        if len(ttfts) >= 10 and None not in ttfts[1:10] else None,
+        "ttft_turn10_over_turn2": growth(ttfts)[0], "ttft_late_over_early": growth(ttfts)[1],
+        # what the user waits for from the model: the prefill of their words (AppendInput) too
+        "turn_ttft_ms": [None if x is None else round(x, 1) for x in words],
+        "turn_ttft_turn10_over_turn2": growth(words)[0], "turn_ttft_late_over_early": growth(words)[1],
         "barge_in_ms": [None if x is None else round(x, 1) for x in barge_ms],
         "barge_in_ms_p95": p([x for x in barge_ms if x is not None], 95) if barge_ms and None not in barge_ms else None,
         "barge_ins_missed": sum(x is None for x in barge_ms),
