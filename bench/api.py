@@ -261,12 +261,47 @@ def make_gateway(model: str) -> Any:
     return Gateway(hosts, queue_max=256)
 
 
-async def through_api(url: str, n: int, max_tokens: int, one_by_one: bool) -> list[dict[str, Any]]:
+async def through_api(url: str, n: int, max_tokens: int, one_by_one: bool, cores: Cores) -> list[dict[str, Any]]:
     """Run the clients' process against the server (serving on this loop meanwhile)."""
     cmd = [sys.executable, __file__, "--clients-of", url, "--clients", str(n), "--max-tokens", str(max_tokens)]
-    proc = await asyncio.create_subprocess_exec(*cmd, *(["--one-by-one"] if one_by_one else []), stdout=subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(*cmd, *(["--one-by-one"] if one_by_one else []), stdout=subprocess.PIPE,
+                                                **cores.for_clients())
     out, _ = await proc.communicate()
     return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+
+
+class Cores:
+    """Where the processes run (`--pin`, on a machine with two cores or more): the server's
+    process on the first core, the model's worker and the clients' process on the others. The
+    clients stand for programs of their own; on the server's core, 50 of them building and
+    parsing their requests (≈60 ms of CPU at once, see client_build and client_send) would take
+    turns with the server, and the server's time would measure the OS sharing one core out. This
+    is the load generator kept off the system under test, as a benchmark on two machines has it."""
+
+    def __init__(self, pin: bool) -> None:
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.server, self.others = (set(cores[:1]), set(cores[1:])) if pin and len(cores) >= 2 else (set(), set())
+        if self.server:
+            os.sched_setaffinity(0, self.server)  # this thread, and the threads it starts from now on
+
+    def move_children(self) -> None:
+        """Every thread of this process's children (the model's worker) onto the other cores."""
+        if not self.server:
+            return
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            for tid in os.listdir(f"/proc/{child.pid}/task"):
+                try:
+                    os.sched_setaffinity(int(tid), self.others)
+                except OSError:  # a thread that ended meanwhile
+                    pass
+
+    def for_clients(self) -> dict[str, Any]:
+        return {"preexec_fn": lambda: os.sched_setaffinity(0, self.others)} if self.server else {}
+
+    def describe(self) -> dict[str, list[int]] | None:
+        return {"server": sorted(self.server), "model_and_clients": sorted(self.others)} if self.server else None
 
 
 STAMPED = {"arrived", "app", "body_in", "body", "call", "first", "written"}  # a request's server-side stamps
@@ -318,10 +353,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     from desktop.api.app import Engine, make_app
     from desktop.api.server import ApiServer, ApiState
 
+    cores = Cores(args.pin)
     gw = make_gateway(args.model)
     await gw.start()
     if not await gw.wait_ready(900):
         raise SystemExit("The model did not load.")
+    cores.move_children()
     timed = TimedGateway(gw)
     stamp_arrivals()
     # The heap as the app keeps it (desktop/gc_policy.py): what exists once the model is up is
@@ -340,9 +377,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         direct_rows = await direct(gw, n, args.max_tokens)
         direct_wall, direct_cpu = time.monotonic() - t, time.thread_time() - cpu
         cpu = time.thread_time()
-        api_rows = await through_api(status.url, n, args.max_tokens, one_by_one=False)
+        api_rows = await through_api(status.url, n, args.max_tokens, one_by_one=False, cores=cores)
         api_cpu = time.thread_time() - cpu
-        idle_rows = await through_api(status.url, args.idle, args.max_tokens, one_by_one=True)
+        idle_rows = await through_api(status.url, args.idle, args.max_tokens, one_by_one=True, cores=cores)
     finally:
         await server.stop()
         await gw.close()
@@ -352,7 +389,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     direct_ttft = [r["ttft_ms"] for r in direct_rows if r["ok"] and "ttft_ms" in r]
     lost_api, lost_direct = n - sum(r["ok"] for r in api_rows), n - sum(r["ok"] for r in direct_rows)
     return {
-        "model": args.model, "clients": n, "max_tokens": args.max_tokens, "quick": args.quick,
+        "model": args.model, "clients": n, "max_tokens": args.max_tokens, "quick": args.quick, "cores": cores.describe(),
         "lost": lost_api + lost_direct, "lost_api": lost_api, "lost_direct": lost_direct,
         "api_overhead_ms_p50": pct(burst["overhead"], 50), "api_overhead_ms_p99": pct(burst["overhead"], 99),
         "api_server_ms_p50": pct(burst["server"], 50), "api_server_ms_p99": pct(burst["server"], 99),
@@ -379,6 +416,8 @@ def main() -> None:
                    help="an OpenAI-compatible server for the two-turn cache test (default: llama.cpp started here)")
     p.add_argument("--no-remote", action="store_true", help="skip the two-turn remote test")
     p.add_argument("--idle", type=int, default=10, help="requests sent one at a time after the burst")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="let the server share its core with the clients and the model (see Cores)")
     p.add_argument("--clients-of", default=None, help=argparse.SUPPRESS)  # the client process's mode
     p.add_argument("--one-by-one", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
