@@ -53,6 +53,8 @@ CASES = {
         "Here:\n| a | b |\n| --- | --- |\n| 1 | 2 |", "Here:\n\n| a | b |\n| --- | --- |\n| 1 | 2 |"),
     "a table header still streaming is text": ("Here:\n| a | b |", f"Here:{M}\n| a | b |"),
     "a table without outer pipes": ("a | b\n--|--\n1 | 2", "a | b\n--|--\n1 | 2"),
+    "a list item whose text starts on the next line": ("1.\n   foo\n   bar\n-\n  baz", f"1.\n   foo{M}\n   bar\n-\n  baz"),
+    "a one-dash setext underline": ("text\n-\nmore", "text\n-\nmore"),
     "a 4-space line continuing a paragraph is text": ("text\n    # not a heading", f"text{M}\n{N4}# not a heading"),
 }
 

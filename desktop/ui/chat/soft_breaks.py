@@ -19,6 +19,7 @@ _ATX = re.compile(r"#{1,6}(?:[ \t]|$)")
 _RULE = re.compile(r"(?:([-*_])[ \t]*(?:\1[ \t]*){2,}|=+[ \t]*)$")  # thematic break or setext underline
 _ITEM = re.compile(r"([-+*]|(\d{1,9})[.)])([ \t]+|$)")
 _DELIMITER_ROW = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_SHORT_UNDERLINE = re.compile(r"-{1,2}[ \t]*$")  # under a paragraph line: a setext heading, not a list item
 _PARAGRAPH = ("text", "item")  # kinds whose line a following text line continues
 
 
@@ -76,6 +77,7 @@ def keep_line_breaks(source: str) -> str:
         block = bool(_FENCE.match(content) or content.startswith(">") or _ATX.match(content)
                      or _RULE.match(content) or _ITEM.match(content))
         in_list = bool(items)
+        inside = indent >= (items[-1] if items else 0)  # within the innermost open item (or no list)
         if prev in ("blank", "code") or block:
             while items and items[-1] > indent:  # a line left of an item's text closes that item
                 items.pop()
@@ -92,13 +94,13 @@ def keep_line_breaks(source: str) -> str:
             kind = "quote"
         elif _ATX.match(content):
             kind = "heading"
-        elif _RULE.match(content):
+        elif _RULE.match(content) or (prev == "text" and inside and _SHORT_UNDERLINE.match(content)):
             kind = "rule"
         elif m := _ITEM.match(content):
             ordered, empty = m.group(2), not content[m.end():].strip()
             # only a bullet or "1." item with text may interrupt a paragraph; else it continues it
             if prev != "text" or in_list or not (empty or (ordered is not None and int(ordered) != 1)):
-                kind = "item"
+                kind = "bare item" if empty else "item"  # a bare marker: its text starts on the next line
                 gap = len(m.group(3).expandtabs(4))
                 items.append(indent + len(m.group(1)) + (gap if 1 <= gap <= 4 else 1))
         elif _is_table_head(content, lines[i + 1] if i + 1 < len(lines) else None) or (
