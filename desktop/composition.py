@@ -107,6 +107,7 @@ class Composition(QObject):
             self.spawn(self.api.apply(self.settings))  # at once: it answers 503 until the model is up
         if self.recordings is not None:  # at start, then hourly (cancelled with the other tasks at shutdown)
             self.spawn(self.recordings.retention_loop())
+            self.spawn(self.recordings.idle_chats_loop())
         presets = getattr(self.chat_page, "presets", None)
         notices = [n for n in (self._warning, getattr(self.store, "notice", None),  # files set aside
                                getattr(presets, "notice", None)) if n]

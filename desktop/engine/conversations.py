@@ -236,7 +236,7 @@ class ConversationStore:
         first_user = next(i for i, m in enumerate(conv.messages) if m.role == "user")
         if upto_index > first_user and conv.title:
             branch.title = conv.title.removesuffix(" (branch)") + " (branch)"
-        elif title_from(new_user_text) == conv.title.removesuffix(" (edited)"):  # the edit is past the title's words
+        elif conv.title and title_from(new_user_text) == conv.title.removesuffix(" (edited)"):  # edited past the title's words
             branch.title = conv.title.removesuffix(" (edited)") + " (edited)"
         self.save(branch)
         return branch

@@ -48,8 +48,9 @@ class Recordings:
 
     def live(self) -> set[Path]:
         """The folders under `root` being recorded now, by this app (a folder left unfinished by
-        an earlier run that crashed is not among them). Cheap: read from memory, any thread."""
-        return {f for f in live_folders() if f.parent == self.root}
+        an earlier run that crashed is not among them, nor one stopped by a disk error). Cheap:
+        read from memory, any thread."""
+        return {f for f in live_folders(recording_only=True) if f.parent == self.root}
 
     def model_name(self) -> str:
         return self.model() or self.settings().model_source
@@ -117,6 +118,13 @@ class Recordings:
         if freed.count:
             self.status(freed.message(s.retention_days, s.max_storage_gb))
         return freed
+
+    async def idle_chats_loop(self, every_s: float = 60.0) -> None:
+        """End the chat sessions idle for ChatRecording's limit, without waiting for the next
+        reply (a task the composition owns and cancels; on the replies' loop)."""
+        while True:
+            await asyncio.sleep(every_s)
+            self.chats.close_idle()
 
     async def retention_loop(self, every_s: float = RETENTION_EVERY_S) -> None:
         """Clean up now and then every `every_s` (a task the composition owns and cancels)."""

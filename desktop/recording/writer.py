@@ -34,13 +34,15 @@ _GROUP = {"user": "audio", "ai": "audio", "frame": "frame"}
 # both (the waiting one could not be written in time), so a chunk ends the hold; one frame may.
 WAITING_MAX = {"audio": 0, "frame": 1}
 
-_live: set[Path] = set()  # folders being recorded in this process (retention leaves them alone)
+_live: dict[Path, SessionRecorder] = {}  # folders open in this process (retention leaves them alone)
 _live_lock = threading.Lock()
 
 
-def live_folders() -> set[Path]:
+def live_folders(recording_only: bool = False) -> set[Path]:
+    """The folders of this process's open recorders; `recording_only`: less those stopped on an
+    error or closing (what a user would call "being recorded now")."""
     with _live_lock:
-        return set(_live)
+        return {f for f, r in _live.items() if not recording_only or r.recording}
 
 
 def plain_error(exc: OSError, folder: Path, what: str) -> str:
@@ -91,7 +93,7 @@ class SessionRecorder:
         self.failed: str | None = None  # the warning, once the recording stopped on an error
         self.bytes_written = 0
         with _live_lock:
-            _live.add(self.folder)
+            _live[self.folder] = self
         try:  # a few mkdirs and one small file: at the session's start, never in its loop
             for sub in (USER_AUDIO, AI_AUDIO, USER_FRAMES, USER_IMAGES):
                 self.disk.makedirs(self.folder / sub)
@@ -341,7 +343,7 @@ class SessionRecorder:
                     pass
         finally:
             with _live_lock:
-                _live.discard(self.folder)
+                _live.pop(self.folder, None)
             fut.set_result(self)
 
 

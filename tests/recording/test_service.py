@@ -19,6 +19,7 @@ from desktop.media.clock import VirtualClock
 from desktop.media.fake_audio import FakeAudioOutput
 from desktop.recording.library import scan
 from desktop.recording.service import RECORDING, Recordings
+from desktop.recording.writer import live_folders
 from desktop.settings import Settings
 
 
@@ -116,3 +117,35 @@ def test_a_call_without_a_model_argument_takes_the_loaded_one(tmp_path):
     recording.recorder.close().result(10)
     assert recs.live() == set()
     recs.close()
+
+
+def test_live_leaves_out_a_recording_stopped_by_a_disk_error_and_idle_chats_end_on_a_timer(tmp_path):
+    """A chat session the disk stopped is not "being recorded" (the page would show it live for
+    ever); an idle chat session ends on the service's own timer, not only at the next reply."""
+    import asyncio
+
+    service = Recordings(lambda: Settings(record_chats=True), tmp_path / "rec")
+    recorder = service._open_chat("A chat")
+    assert service.live() == {recorder.folder}
+    recorder.failed = "The disk is full"  # what a write error leaves
+    assert service.live() == set() and recorder.folder in live_folders()  # retention still leaves it alone
+    recorder.close().result(5)
+
+    class Conv:
+        id, title, messages = "c1", "Idle chat", []
+
+    service.chats.idle_close_s = 0.0
+    service.chats._session(Conv())
+    assert len(service.live()) == 1
+
+    async def tick() -> None:
+        task = asyncio.ensure_future(service.idle_chats_loop(every_s=0.01))
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if not service.live():
+                break
+        task.cancel()
+
+    asyncio.run(tick())
+    assert service.live() == set() and service.chats.sessions == {}
+    service.close()
