@@ -40,9 +40,10 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -264,44 +265,56 @@ def make_gateway(model: str) -> Any:
 async def through_api(url: str, n: int, max_tokens: int, one_by_one: bool, cores: Cores) -> list[dict[str, Any]]:
     """Run the clients' process against the server (serving on this loop meanwhile)."""
     cmd = [sys.executable, __file__, "--clients-of", url, "--clients", str(n), "--max-tokens", str(max_tokens)]
-    proc = await asyncio.create_subprocess_exec(*cmd, *(["--one-by-one"] if one_by_one else []), stdout=subprocess.PIPE,
-                                                **cores.for_clients())
+    proc = await asyncio.create_subprocess_exec(*cmd, *(["--one-by-one"] if one_by_one else []), *cores.client_args(),
+                                                stdout=subprocess.PIPE)
     out, _ = await proc.communicate()
     return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
 
 
 class Cores:
-    """Where the processes run (`--pin`, on a machine with two cores or more): the server's
-    process on the first core, the model's worker and the clients' process on the others. The
-    clients stand for programs of their own; on the server's core, 50 of them building and
-    parsing their requests (≈60 ms of CPU at once, see client_build and client_send) would take
-    turns with the server, and the server's time would measure the OS sharing one core out. This
-    is the load generator kept off the system under test, as a benchmark on two machines has it."""
+    """Where the work runs (`--pin`, on a machine with two cores or more): the server's event loop
+    thread on the first core; every other thread of this process (the model's thread or the host's
+    pipe threads), the model's worker process and the clients' process on the others. The clients
+    stand for programs of their own; on the server's core, 50 of them building and parsing their
+    requests (≈60 ms of CPU at once, see client_build and client_send) would take turns with the
+    server, and the server's time would measure the OS sharing one core out. This is the load
+    generator kept off the system under test, as a benchmark on two machines has it. `restore()`
+    puts this process back as it was (the remote test after it is not pinned)."""
 
     def __init__(self, pin: bool) -> None:
-        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.original = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+        cores = sorted(self.original)
         self.server, self.others = (set(cores[:1]), set(cores[1:])) if pin and len(cores) >= 2 else (set(), set())
-        if self.server:
-            os.sched_setaffinity(0, self.server)  # this thread, and the threads it starts from now on
 
-    def move_children(self) -> None:
-        """Every thread of this process's children (the model's worker) onto the other cores."""
+    def apply(self) -> None:
+        """Once the model is up: this thread on the server's core, all the rest on the others."""
         if not self.server:
             return
         import multiprocessing
 
+        loop_thread = threading.get_native_id()
+        self._set(os.getpid(), lambda tid: self.server if tid == loop_thread else self.others)
         for child in multiprocessing.active_children():
-            for tid in os.listdir(f"/proc/{child.pid}/task"):
-                try:
-                    os.sched_setaffinity(int(tid), self.others)
-                except OSError:  # a thread that ended meanwhile
-                    pass
+            self._set(child.pid, lambda tid: self.others)
 
-    def for_clients(self) -> dict[str, Any]:
-        return {"preexec_fn": lambda: os.sched_setaffinity(0, self.others)} if self.server else {}
+    def restore(self) -> None:
+        if self.server:
+            self._set(os.getpid(), lambda tid: self.original)
+
+    @staticmethod
+    def _set(pid: int, cores_of: Callable[[int], set[int]]) -> None:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                os.sched_setaffinity(int(tid), cores_of(int(tid)))
+            except OSError:  # a thread that ended meanwhile
+                pass
+
+    def client_args(self) -> list[str]:
+        """The clients' process pins itself first thing (no preexec_fn in a process with threads)."""
+        return ["--cores", ",".join(map(str, sorted(self.others)))] if self.server else []
 
     def describe(self) -> dict[str, list[int]] | None:
-        return {"server": sorted(self.server), "model_and_clients": sorted(self.others)} if self.server else None
+        return {"server_loop": sorted(self.server), "model_and_clients": sorted(self.others)} if self.server else None
 
 
 STAMPED = {"arrived", "app", "body_in", "body", "call", "first", "written"}  # a request's server-side stamps
@@ -358,7 +371,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     await gw.start()
     if not await gw.wait_ready(900):
         raise SystemExit("The model did not load.")
-    cores.move_children()
+    cores.apply()
     timed = TimedGateway(gw)
     stamp_arrivals()
     # The heap as the app keeps it (desktop/gc_policy.py): what exists once the model is up is
@@ -383,6 +396,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         await server.stop()
         await gw.close()
+        cores.restore()
     burst, idle = overheads(api_rows, timed.marks), overheads(idle_rows, timed.marks)
     ended = [r["t_end"] for r in api_rows if "t_end" in r]
     api_wall = max(ended) - min(r["t0"] for r in api_rows) if ended else 0.0  # first request sent → last ended
@@ -420,9 +434,12 @@ def main() -> None:
                    help="let the server share its core with the clients and the model (see Cores)")
     p.add_argument("--clients-of", default=None, help=argparse.SUPPRESS)  # the client process's mode
     p.add_argument("--one-by-one", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--cores", default=None, help=argparse.SUPPRESS)  # the client process's cores
     args = p.parse_args()
     args.max_tokens = args.max_tokens or (8 if args.quick else 32)
     if args.clients_of:
+        if args.cores:
+            os.sched_setaffinity(0, {int(c) for c in args.cores.split(",")})
         asyncio.run(clients(args.clients_of, args.clients, args.max_tokens, args.one_by_one))
         return
     import torch
