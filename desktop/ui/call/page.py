@@ -55,6 +55,7 @@ class CallPage(QWidget):
         self.stage = Stage.IDLE
         self.tasks = Tasks()
         self.mic_problem: str | None = mic_status()
+        self._told_no_mic = False  # the notice says why Ctrl+Enter started no call
         self._cancel_start = False
         self._began = 0.0
 
@@ -158,7 +159,8 @@ class CallPage(QWidget):
     def refresh_mic(self) -> None:
         """Ask again whether a microphone can be used (a device may have been plugged in)."""
         self.mic_problem = self._mic_status()
-        if self.mic_problem is None and self.notice.text.startswith("Cannot start a call"):
+        if self.mic_problem is None and self._told_no_mic:
+            self._told_no_mic = False
             self.notice.clear()
         if self.cameras is not None:
             self.camera_problem = self.cameras.camera_status()
@@ -171,6 +173,7 @@ class CallPage(QWidget):
             self.refresh_mic()  # plugged in since the page was shown?
             if self.mic_problem is not None:
                 self.notice.show_info(f"Cannot start a call: {self.mic_problem.rstrip('.')}.")
+                self._told_no_mic = True
                 return
         if self.stage is Stage.IDLE:
             self.start()
