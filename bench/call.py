@@ -236,6 +236,7 @@ async def run(args: argparse.Namespace) -> dict:
     scripted = [r for r, w in zip(rows, truth) if not w.get("barge")]
     ttfts = [r["ttft_ms"] for r in scripted]
     words = [r["llm_ms"] for r in scripted]  # the words handed to the session → the reply's first token
+    (ttft_10_2, ttft_late), (words_10_2, words_late) = growth(ttfts), growth(words)
     return {
         "turns": len(rows), "model": args.model, "tts": args.tts, "echo": args.echo, "threads": args.threads,
         "eos_to_audio_ms_p50": p([r["eos_to_audio_ms"] for r in rows], 50),
@@ -244,10 +245,10 @@ async def run(args: argparse.Namespace) -> dict:
                              "llm_first_token": p([r["llm_ms"] for r in rows], 50), "tts_first_audio": p([r["tts_ms"] for r in rows], 50)},
         "asr_ms_p50": p([r["asr_ms"] for r in rows], 50),
         "ttft_ms": [None if x is None else round(x, 1) for x in ttfts],
-        "ttft_turn10_over_turn2": growth(ttfts)[0], "ttft_late_over_early": growth(ttfts)[1],
+        "ttft_turn10_over_turn2": ttft_10_2, "ttft_late_over_early": ttft_late,
         # what the user waits for from the model: the prefill of their words (AppendInput) too
         "turn_ttft_ms": [None if x is None else round(x, 1) for x in words],
-        "turn_ttft_turn10_over_turn2": growth(words)[0], "turn_ttft_late_over_early": growth(words)[1],
+        "turn_ttft_turn10_over_turn2": words_10_2, "turn_ttft_late_over_early": words_late,
         "barge_in_ms": [None if x is None else round(x, 1) for x in barge_ms],
         "barge_in_ms_p95": p([x for x in barge_ms if x is not None], 95) if barge_ms and None not in barge_ms else None,
         "barge_ins_missed": sum(x is None for x in barge_ms),
