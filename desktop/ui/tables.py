@@ -1,5 +1,6 @@
-"""The app's read-only list tables (Admin, Recordings): whole rows selected one at a time, no
-editing, alternating rows, no grid, no row numbers, columns sized to their contents."""
+"""The app's read-only list tables (Admin, Recordings, the call's turn metrics): whole rows
+selected one at a time, no editing, alternating rows, no grid, no row numbers, columns sized to
+their contents."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ def read_only_table(model: QAbstractItemModel, row_height: int | None = None) ->
     font's height + 12)."""
     view = QTableView()
     view.setModel(model)
+    read_only_style(view, row_height)
+    return view
+
+
+def read_only_style(view: QTableView, row_height: int | None = None) -> None:
+    """Give a table view (or a subclass, which may change the header's sizing after) that style."""
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -23,4 +30,3 @@ def read_only_table(model: QAbstractItemModel, row_height: int | None = None) ->
     header = view.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     header.setHighlightSections(False)
-    return view

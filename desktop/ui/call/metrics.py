@@ -9,9 +9,10 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+from PySide6.QtWidgets import QHeaderView, QTableView, QWidget
 
 from desktop.engine.call import TurnMetrics
+from desktop.ui.tables import read_only_style
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -114,15 +115,8 @@ class MetricsTable(QTableView):
         self.setModel(model)
         self.setObjectName("callMetrics")
         self.setStyleSheet(TABLE_CSS)
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setAlternatingRowColors(True)
-        self.setShowGrid(False)
-        self.setWordWrap(False)
-        self.verticalHeader().hide()
-        rows = self.verticalHeader()
-        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        rows.setDefaultSectionSize(self.fontMetrics().height() + 8)
+        read_only_style(self, self.fontMetrics().height() + 8)
+        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         # Fixed widths for the two widest texts (contents-sized, they were elided): the padding and
@@ -135,6 +129,5 @@ class MetricsTable(QTableView):
             self.setColumnWidth(column, width + 32)
         # narrow: the numbers scroll sideways rather than being elided ("7…")
         header.setMinimumSectionSize(max(QFontMetrics(bold).horizontalAdvance(c[0]) for c in COLUMNS[2:]) + 32)
-        header.setHighlightSections(False)
         self.setAccessibleName("Turn metrics")
         model.rowsInserted.connect(lambda *_: self.scrollToBottom())
