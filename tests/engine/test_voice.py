@@ -192,7 +192,13 @@ def test_volume_scales_what_is_played(rig):
     assert out.volume == 0.5
     speak(voice, "r1", "Quiet now.")
     events.wait(K.FINISHED, "r1", tick=tick)
-    assert np.allclose(sound(out.played()), 0.5 * sound(voice.audio_of("r1")[0]), atol=2 / 32767)
+    played, audio = out.played(), voice.audio_of("r1")[0]
+    # aligned by correlation, not by trimming each at a level: an edge sample between 1e-4 and
+    # 2e-4 is audible in the reply and not at half volume (a CI run failed on 9,448 vs 9,449)
+    start = int(np.flatnonzero(np.abs(audio) > 1e-2)[0])
+    at = int(np.argmax(np.correlate(played, audio[start:start + 2000], mode="valid"))) - start
+    assert 0 <= at and at + len(audio) <= len(played)
+    assert np.allclose(played[at:at + len(audio)], 0.5 * audio, atol=2 / 32767)
 
 
 def test_only_the_last_replies_are_kept():
