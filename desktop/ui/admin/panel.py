@@ -20,6 +20,7 @@ from desktop.ui.admin.queue_model import QueueModel
 from desktop.ui.admin.rows_model import RowsModel
 from desktop.ui.admin.slots_model import SlotsModel
 from desktop.ui.admin.workers_model import WorkersModel
+from desktop.ui.page_title import page_title
 from desktop.ui.tables import read_only_table
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,7 @@ class AdminPanel(QWidget):
         self.note = QLabel("Waiting for the engine…")
         self.note.setObjectName("adminNote")
 
-        title = QLabel("Admin")
-        font = title.font()
-        font.setPointSizeF(font.pointSizeF() * 1.4)
-        font.setBold(True)
-        title.setFont(font)
+        title = page_title("Admin")
         queue_head = QHBoxLayout()
         queue_head.addWidget(_section("Queue"))
         queue_head.addStretch(1)

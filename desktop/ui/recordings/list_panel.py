@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from desktop.recording.library import Summary, delete, export_zip, live_names, scan
 from desktop.safefile import human_size
 from desktop.ui.icons import nav_icon
+from desktop.ui.page_title import page_title
 from desktop.ui.plain import plain
 from desktop.ui.shortcuts import sequence
 from desktop.ui.tables import read_only_table
@@ -101,11 +102,7 @@ class ListPanel(QWidget):
         self.export_button.clicked.connect(lambda: self.export_selected())
         self.delete_button.clicked.connect(self.delete_selected)
         self.open_button.setDefault(True)
-        heading = QLabel("Recordings")
-        font = heading.font()
-        font.setPointSizeF(font.pointSizeF() * 1.3)
-        font.setBold(True)
-        heading.setFont(font)
+        heading = page_title("Recordings")
         top = QHBoxLayout()
         top.addWidget(heading)
         top.addSpacing(12)
