@@ -8,7 +8,7 @@ import os
 import sys
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from desktop.model.params import SamplingParams
@@ -39,7 +39,7 @@ class Progress:
     """Loading progress on stderr: one line rewritten in place on a terminal; into a pipe or a
     log, one plain line per stage (no control codes, no line per percent)."""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.stage = ""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
