@@ -10,7 +10,9 @@ conversation to their slot each Generate (the server reuses the cached prefix).
 
 Health: /health is polled (every `health_s` while up; with a growing backoff while down). A server
 that stops answering is reported ERROR (code remote_unreachable; not restarting, so nothing waits
-for it): what runs there fails with that reason, and it is reported IDLE, empty, once it answers."""
+for it): what runs there fails with that reason, and it is reported IDLE, empty, once it answers.
+A stream that sends nothing for `stall_s` (a server stuck while /health still answers) fails its
+request with code remote_stalled and closes the connection, which stops the server's work on it."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, EventSink, Generate,
     PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
 )
-from desktop.workers.remote.outcome import REMOTE_ERROR, Accounting, Refused
+from desktop.workers.remote.outcome import REMOTE_ERROR, Accounting, Refused, Stalled
 from desktop.workers.remote.probe import ServerInfo, Unreachable, check_health, describe, why
 from desktop.workers.remote.slots import RemoteSlots
 from desktop.workers.remote.spec import RemoteSpec
@@ -53,12 +55,15 @@ class Running:
 
 class RemoteHost(WorkerHost):
     """`health_s`: seconds between health checks while up; `backoff`: (first, longest) wait
-    between checks while down; `timeout_s`: connect and health-check timeout."""
+    between checks while down; `timeout_s`: connect and health-check timeout; `stall_s`: the
+    longest a reply's stream may send nothing (before its first line, while the server reads a
+    long prompt; then between lines)."""
 
     def __init__(self, worker_id: str, spec: RemoteSpec, *, health_s: float = 5.0,
-                 backoff: tuple[float, float] = (0.5, 30.0), timeout_s: float = 5.0) -> None:
+                 backoff: tuple[float, float] = (0.5, 30.0), timeout_s: float = 5.0,
+                 stall_s: tuple[float, float] = (300.0, 60.0)) -> None:
         self.worker_id, self.spec = worker_id, spec
-        self.health_s, self.backoff, self.timeout_s = health_s, backoff, timeout_s
+        self.health_s, self.backoff, self.timeout_s, self.stall_s = health_s, backoff, timeout_s, stall_s
         self.info: ServerInfo | None = None
         self.slots = RemoteSlots()
         self._loop = asyncio.new_event_loop()
@@ -265,9 +270,10 @@ class RemoteHost(WorkerHost):
         info, t0 = self.info, time.perf_counter()
         body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
         acc = Accounting()
+        waits = httpx.Timeout(self.timeout_s, read=self.stall_s[0])  # the answer's head, then any read
         try:
             async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
-                                           headers=self.spec.headers) as resp:
+                                           headers=self.spec.headers, timeout=waits) as resp:
                 if resp.status_code != 200:
                     raise Refused(resp.status_code, body_error(await resp.aread()))
                 async with aclosing(resp.aiter_lines()) as lines:  # closed here, never by a late GC
@@ -277,6 +283,10 @@ class RemoteHost(WorkerHost):
             return
         except Refused as exc:
             return self._fail(run, exc.event(run.request_id, self.spec.url))
+        except (Stalled, httpx.ReadTimeout) as exc:
+            self._lost()  # is it still there at all?
+            stalled = exc if isinstance(exc, Stalled) else Stalled(self.stall_s[0], first=not acc.pieces)
+            return self._fail(run, stalled.event(run.request_id, self.spec.url))
         except (httpx.HTTPError, OSError) as exc:
             self._lost()
             return self._fail(run, ErrorEvent(run.request_id, UNREACHABLE,
@@ -288,24 +298,31 @@ class RemoteHost(WorkerHost):
 
     async def _read(self, run: Running, lines: AsyncIterator[str], acc: Accounting, show: bool, holds: bool,
                     t0: float) -> None:
-        """Turn the event stream into events; `show`: send the text (not for a prefill-only turn)."""
-        announced = False
-        async for line in lines:
-            piece = parse_line(line)
-            if piece is None:
-                continue
-            if piece.error:
-                raise Refused(500, piece.error)
-            if piece.done:
-                break
-            acc.take(piece, time.perf_counter() - t0)
-            if not announced and acc.prompt is not None and not run.chunks:  # llama.cpp: with the first token
-                announced = True
-                self._emit(PrefillDone(run.request_id, acc.prompt, acc.cached or 0, acc.kind(holds),
-                                       acc.prefill_ms, run.slot))
-            if piece.delta and show:
-                run.chunks.append(piece.delta)
-                self._emit(ChunkEvent(run.request_id, piece.delta))
+        """Turn the event stream into events; `show`: send the text (not for a prefill-only turn).
+        Raises Stalled when no line comes within `stall_s` (a Stop's cancel still goes through)."""
+        announced, loop, window = False, asyncio.get_running_loop(), self.stall_s[0]
+        try:
+            async with asyncio.timeout_at(loop.time() + window) as deadline:
+                async for line in lines:
+                    window = self.stall_s[1]
+                    deadline.reschedule(loop.time() + window)
+                    piece = parse_line(line)
+                    if piece is None:
+                        continue
+                    if piece.error:
+                        raise Refused(500, piece.error)
+                    if piece.done:
+                        break
+                    acc.take(piece, time.perf_counter() - t0)
+                    if not announced and acc.prompt is not None and not run.chunks:  # llama.cpp: with the first token
+                        announced = True
+                        self._emit(PrefillDone(run.request_id, acc.prompt, acc.cached or 0, acc.kind(holds),
+                                               acc.prefill_ms, run.slot))
+                    if piece.delta and show:
+                        run.chunks.append(piece.delta)
+                        self._emit(ChunkEvent(run.request_id, piece.delta))
+        except TimeoutError:
+            raise Stalled(window, first=not acc.pieces) from None
 
     def _finish(self, run: Running, messages: tuple[Message, ...], acc: Accounting, holds: bool,
                 session: str | None, reason: str) -> None:

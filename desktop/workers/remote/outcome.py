@@ -10,6 +10,7 @@ from desktop.protocol import ErrorEvent, MatchKind
 from desktop.workers.remote.wire import Piece
 
 REMOTE_ERROR = "remote_error"
+STALLED = "remote_stalled"
 
 
 class Refused(Exception):
@@ -27,6 +28,19 @@ class Refused(Exception):
             code = "context_length_exceeded" if "context" in self.detail.lower() else "invalid_request"
             return ErrorEvent(rid, code, f"The server at {url} refused the request (HTTP {self.status}){said}.")
         return ErrorEvent(rid, REMOTE_ERROR, f"The server at {url} failed (HTTP {self.status}){said}.", retryable=True)
+
+
+class Stalled(Exception):
+    """The server's stream sent nothing for `seconds` (it is stuck, or its connection is)."""
+
+    def __init__(self, seconds: float, first: bool) -> None:
+        super().__init__(f"nothing for {seconds:g} s")
+        self.seconds, self.first = seconds, first
+
+    def event(self, rid: str, url: str) -> ErrorEvent:
+        what = "began no reply" if self.first else "sent nothing more"
+        return ErrorEvent(rid, STALLED, f"The server at {url} {what} for {self.seconds:g} s, so the request was "
+                                        "ended; it may be stuck or overloaded.", retryable=True)
 
 
 @dataclass(slots=True)
