@@ -312,15 +312,14 @@ class Cores:
     requests (≈60 ms of CPU at once, see client_build and client_send) would take turns with the
     server, and the server's time would measure the OS sharing one core out. This is the load
     generator kept off the system under test, as a benchmark on two machines has it.
-    The model's worker process also runs `MODEL_NICE` levels below the clients: it computes
-    without pause (a whole core while requests wait), and at equal priority the clients' process
-    beside it gets its turns late, so an openai client spends ≈5 ms building a request that takes it
-    1.3 ms on a quiet core, which the overhead would charge to the API. Both the direct and the
-    API runs have this setting; it changes who goes first on the shared core, not how much the
-    model computes. `restore()` puts this process back as it was (the remote test after it is not
-    pinned)."""
-
-    MODEL_NICE = 5
+    The model's worker process also runs under SCHED_IDLE: it computes without pause (a whole core
+    while requests wait), and at equal standing a client that wakes on the shared core (its turn
+    to send, its reply's bytes) waits for the model's time slice to end, a few ms under EEVDF,
+    which the overhead would charge to the API (a niceness of 5 still left the p99 at 45 ms).
+    Under SCHED_IDLE any thread that wakes runs at once and the model has the core whenever
+    nothing else wants it, in the direct and the API runs alike: the clients run as on a machine
+    of their own, and their CPU still slows the model (the in-server TTFT shows it). `restore()`
+    puts this process back as it was (the remote test after it is not pinned)."""
 
     def __init__(self, pin: bool) -> None:
         self.original = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
@@ -336,19 +335,19 @@ class Cores:
         loop_thread = threading.get_native_id()
         self._set(os.getpid(), lambda tid: self.server if tid == loop_thread else self.others)
         for child in multiprocessing.active_children():
-            self._set(child.pid, lambda tid: self.others, nice=self.MODEL_NICE)
+            self._set(child.pid, lambda tid: self.others, idle=True)
 
     def restore(self) -> None:
         if self.server:
             self._set(os.getpid(), lambda tid: self.original)
 
     @staticmethod
-    def _set(pid: int, cores_of: Callable[[int], set[int]], nice: int | None = None) -> None:
+    def _set(pid: int, cores_of: Callable[[int], set[int]], idle: bool = False) -> None:
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
                 os.sched_setaffinity(int(tid), cores_of(int(tid)))
-                if nice is not None:  # per thread on Linux: PRIO_PROCESS with a thread's id
-                    os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+                if idle:  # per thread (threads it starts later inherit it)
+                    os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
             except OSError:  # a thread that ended meanwhile
                 pass
 
@@ -356,8 +355,8 @@ class Cores:
         """The clients' process pins itself first thing (no preexec_fn in a process with threads)."""
         return ["--cores", ",".join(map(str, sorted(self.others)))] if self.server else []
 
-    def describe(self) -> dict[str, list[int]] | None:
-        return ({"server_loop": sorted(self.server), "model_and_clients": sorted(self.others), "model_nice": self.MODEL_NICE}
+    def describe(self) -> dict[str, Any] | None:
+        return ({"server_loop": sorted(self.server), "model_and_clients": sorted(self.others), "model": "SCHED_IDLE"}
                 if self.server else None)
 
 
