@@ -170,6 +170,30 @@ def test_a_live_recording_is_not_listed_as_cut_short(qtbot, root, screenshot):
     recordings.close()
 
 
+def test_a_live_calls_time_ticks_on_and_a_live_chats_stays_its_messages_span(qtbot, tmp_path):
+    """A call records without pause: its row counts from its start, repainted each tick. A chat's
+    time is its messages' span, which does not grow while nobody writes."""
+    from desktop.recording.library import Summary
+    from desktop.ui.recordings.list_model import RecordingsModel
+
+    now = [1000.0]
+    model = RecordingsModel(clock=lambda: now[0])
+    call = Summary(tmp_path / "c", "call", "", "", started_at=1000.0, duration=0.0, size=0, complete=False,
+                   video=False, live=True)
+    chat = Summary(tmp_path / "h", "chat", "", "", started_at=900.0, duration=14.0, size=0, complete=False,
+                   video=False, live=True)
+    model.set_rows([call, chat])
+    changed: list[int] = []
+    model.dataChanged.connect(lambda top, bottom, roles: changed.extend(range(top.row(), bottom.row() + 1)))
+    assert model.data(model.index(0, DURATION)) == "● Recording · 0:00"
+    now[0] = 1075.0
+    model.tick()
+    assert changed == [0]  # the call's cell only
+    assert model.data(model.index(0, DURATION)) == "● Recording · 1:15"
+    assert "1:15 so far" in model.data(model.index(0, DURATION), Qt.ItemDataRole.ToolTipRole)
+    assert model.data(model.index(1, DURATION)) == "● Recording · 0:14"
+
+
 def test_empty_state(qtbot, tmp_path, screenshot):
     page = RecordingsPage(lambda: tmp_path / "none-yet")
     qtbot.addWidget(page)

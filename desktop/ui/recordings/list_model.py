@@ -1,10 +1,12 @@
 """The recordings as a table (date, type, duration, size, title, first words) and the proxy that
 sorts it by the real values and filters it by the search text (title and first words). A recording
-being made now reads "● Recording", one the app stopped during is marked ⚠."""
+being made now reads "● Recording" (a call's time ticks on: `tick()`, every second while shown),
+one the app stopped during is marked ⚠."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor, QFont
@@ -27,30 +29,46 @@ def title_of(s: Summary) -> str:
     return s.title or f"{kind_text(s.kind, s.video)} on {date_text(s.started_at)}"
 
 
-def duration_text(s: Summary) -> str:
+def so_far(s: Summary, now: float) -> float:
+    """A live recording's length now: a call records without pause, so its time since it started;
+    a chat's is its messages' span (it grows with each message, not while nobody writes)."""
+    return max(s.duration, now - s.started_at) if s.kind == "call" else s.duration
+
+
+def duration_text(s: Summary, now: float) -> str:
     if s.live:
-        return f"● Recording · {clock_text(s.duration)}"
+        return f"● Recording · {clock_text(so_far(s, now))}"
     return clock_text(s.duration) + ("" if s.complete else " ⚠")
 
 
-def duration_tip(s: Summary) -> str | None:
+def duration_tip(s: Summary, now: float) -> str | None:
     if s.live:
         ends = ("when the call ends" if s.kind == "call" else
                 f"after {int(IDLE_CLOSE_S // 60)} minutes without a new message, or when Omnidesk closes")
-        return (f"Still being recorded: {clock_text(s.duration)} so far. It ends {ends}; "
+        return (f"Still being recorded: {clock_text(so_far(s, now))} so far. It ends {ends}; "
                 "you can open it now to see what it has so far.")
     return None if s.complete else CUT_SHORT_TIP
 
 
 class RecordingsModel(QAbstractTableModel):
-    def __init__(self, parent: Any = None) -> None:
+    """`clock`: epoch seconds now (a live call's time is counted from its start)."""
+
+    def __init__(self, parent: Any = None, clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
         self.rows: list[Summary] = []
+        self.clock = clock
 
     def set_rows(self, rows: list[Summary]) -> None:
         self.beginResetModel()
         self.rows = list(rows)
         self.endResetModel()
+
+    def tick(self) -> None:
+        """Repaint the live calls' time."""
+        for r, s in enumerate(self.rows):
+            if s.live and s.kind == "call":
+                cell = self.index(r, DURATION)
+                self.dataChanged.emit(cell, cell, [Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole])
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -69,7 +87,7 @@ class RecordingsModel(QAbstractTableModel):
         s, col = self.rows[index.row()], index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             return (date_text(s.started_at), kind_text(s.kind, s.video),
-                    duration_text(s), human_size(s.size),
+                    duration_text(s, self.clock()), human_size(s.size),
                     title_of(s), s.first_words)[col]
         if role == SORT_ROLE:
             return (s.started_at, s.kind, s.duration, s.size, title_of(s).casefold(), s.first_words.casefold())[col]
@@ -77,7 +95,7 @@ class RecordingsModel(QAbstractTableModel):
             return s
         if role == Qt.ItemDataRole.ToolTipRole:
             if col == DURATION:
-                return duration_tip(s)
+                return duration_tip(s, self.clock())
             if col in (TITLE, FIRST_WORDS):
                 return s.first_words or None
         if role == Qt.ItemDataRole.ForegroundRole and col == DURATION and s.live:

@@ -166,9 +166,12 @@ class ListPanel(QWidget):
                             self.root, self.scanned_live)
 
     def check_live(self) -> None:
-        """Rescan when a recording started or ended since the last scan (its row changes)."""
+        """Rescan when a recording started or ended since the last scan (its row changes); else
+        let a live call's time tick on."""
         if live_names(self._live()) != self.scanned_live:
             self.refresh()
+        else:
+            self.model.tick()
 
     def _scanned_rows(self, rows: list[Summary] | None, error: BaseException | None) -> None:
         if error is not None:
