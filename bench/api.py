@@ -140,16 +140,18 @@ async def clients(url: str, n: int, max_tokens: int, one_by_one: bool, spacing: 
         return row
 
     if one_by_one:
+        cpu = time.process_time()
         start.set()
         rows = [await one(i, c, m) for i, (c, m) in enumerate(zip(pool, requests(n)))]
     else:
         tasks = [asyncio.ensure_future(one(i, c, m)) for i, (c, m) in enumerate(zip(pool, requests(n)))]
         await asyncio.sleep(0.2)  # every client is waiting on the same start
-        origin[0] = time.monotonic()
+        cpu, origin[0] = time.process_time(), time.monotonic()
         start.set()
         rows = await asyncio.gather(*tasks)
     for row in rows:
         print(json.dumps(row), flush=True)
+    print(json.dumps({"cpu_s": time.process_time() - cpu}), flush=True)  # the clients' CPU from the start to the end
     for c in pool:
         await c.close()
 
@@ -294,14 +296,16 @@ def make_gateway(model: str) -> Any:
 
 
 async def through_api(url: str, n: int, max_tokens: int, one_by_one: bool, cores: Cores,
-                      spacing: float = 0.0) -> list[dict[str, Any]]:
-    """Run the clients' process against the server (serving on this loop meanwhile)."""
+                      spacing: float = 0.0) -> tuple[list[dict[str, Any]], float | None]:
+    """Run the clients' process against the server (serving on this loop meanwhile): each
+    request's row, and the clients' CPU seconds from the start to the end."""
     cmd = [sys.executable, __file__, "--clients-of", url, "--clients", str(n), "--max-tokens", str(max_tokens),
            "--spacing-ms", str(1000 * spacing)]
     proc = await asyncio.create_subprocess_exec(*cmd, *(["--one-by-one"] if one_by_one else []), *cores.client_args(),
                                                 stdout=subprocess.PIPE)
     out, _ = await proc.communicate()
-    return [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+    lines = [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+    return [line for line in lines if "i" in line], next((round(line["cpu_s"], 2) for line in lines if "cpu_s" in line), None)
 
 
 class Cores:
@@ -452,12 +456,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         direct_rows = await direct(gw, n, args.max_tokens)
         direct_wall, direct_cpu = time.monotonic() - t, time.thread_time() - cpu
         cpu = time.thread_time()
-        api_rows = await through_api(status.url, n, args.max_tokens, one_by_one=False, cores=cores)
+        api_rows, api_client_cpu = await through_api(status.url, n, args.max_tokens, one_by_one=False, cores=cores)
         api_cpu = time.thread_time() - cpu
         spacing = args.spacing_ms / 1000
         spaced_direct = await direct(gw, n, args.max_tokens, spacing)
-        spaced_rows = await through_api(status.url, n, args.max_tokens, one_by_one=False, cores=cores, spacing=spacing)
-        idle_rows = await through_api(status.url, args.idle, args.max_tokens, one_by_one=True, cores=cores)
+        spaced_rows, spaced_client_cpu = await through_api(status.url, n, args.max_tokens, one_by_one=False, cores=cores, spacing=spacing)
+        idle_rows, _ = await through_api(status.url, args.idle, args.max_tokens, one_by_one=True, cores=cores)
     finally:
         await server.stop()
         await gw.close()
@@ -480,7 +484,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                                "arriving spacing_ms apart); the same-millisecond burst is api_overhead_ms_p50"},
         "api_overhead_idle_ms_p50": pct(idle["overhead"], 50), "api_server_idle_ms_p50": pct(idle["server"], 50),
         "overhead_parts_idle_ms_p50": {k: pct(idle[k], 50) for k in PARTS},
-        "spaced": spaced_figures(spaced, spaced_rows, spaced_direct, args.spacing_ms),
+        "spaced": spaced_figures(spaced, spaced_rows, spaced_direct, args.spacing_ms) | {"client_cpu_s": spaced_client_cpu},
+        "client_cpu_s": api_client_cpu,
         "loop_cpu_ms_per_request": {"api": round(1000 * api_cpu / n, 3), "direct": round(1000 * direct_cpu / n, 3)},
         "ttft_api_ms_p50": pct(burst["ttft"], 50), "ttft_api_ms_p99": pct(burst["ttft"], 99),
         "ttft_api_in_server_ms_p50": pct(burst["in_server"], 50),
