@@ -1,6 +1,7 @@
 """Remote workers added or removed in Settings join or leave the running engine (offscreen, tiny
 model, a server address nobody answers on): no reload, the same gateway and local worker, a local
-conversation's next turn still hits its cache, Admin and the status bar show the change."""
+conversation's next turn still hits its cache, Admin and the status bar show the change; a server
+added in the dialog and applied shows up with no "Restarting the model" page."""
 
 from __future__ import annotations
 
@@ -94,5 +95,35 @@ def test_remote_workers_join_and_leave_without_a_reload(env, qapp, aloop, qtbot,
         assert aloop.run(reload()) == (True, True)
         assert comp.gateway is not gateway and [h.worker_id for h in comp.hosts] == ["cpu0", "remote0"]
         assert states[:2] == ["restarting", "loading"]
+    finally:
+        aloop.run(comp.shutdown(), 30)
+
+
+def test_a_server_added_in_the_dialog_shows_up_without_a_restart(env, qapp, aloop, qtbot, screenshot):
+    comp = Composition(qapp, Settings(model_source="tiny"), settings_path=env / "config" / "settings.json")
+    comp.start()
+    try:
+        assert aloop.run(comp.wait_ready(60))
+        states: list[str] = []
+        comp.engine_state.connect(states.append)
+        comp.open_settings()
+        dialog = comp.settings_dialog
+        page = dialog.pages[-1]
+        dialog.tabs.setCurrentWidget(page)
+        url = closed_port()
+        page.url.setText(url)
+        page.add_button.click()
+        assert not dialog.reload_note.isVisible()  # nothing says the model will reload: it will not
+        dialog.apply_button.click()
+        end = time.monotonic() + 10
+        while len(comp.hosts) < 2 and time.monotonic() < end:
+            aloop.run(asyncio.sleep(0.05))
+        assert [h.worker_id for h in comp.hosts] == ["cpu0", "remote0"] and states == []
+        assert comp.window.phase is None and not comp.window.banner.isVisible()
+        assert comp.window.status.currentMessage() == f"Remote worker added: {url} (remote0)."
+        assert [w.url for w in comp.settings.remote_workers] == [url]
+        comp.window.resize(1000, 640)
+        screenshot(dialog, "remote_added_in_settings")
+        screenshot(comp.window, "remote_added_status_bar")
     finally:
         aloop.run(comp.shutdown(), 30)
