@@ -180,7 +180,8 @@ class Composition(QObject):
         """The model's name and whether it sees images, as the first worker up reported them."""
         assert self.window is not None and self.monitor is not None
         self.model_name, images = model_info([self.monitor.status(h.worker_id) for h in self.hosts], spec)
-        self.window.set_model(self.model_name, f"{spec.source} · {spec.device} · {spec.dtype} · {len(self.hosts)} worker(s)")
+        detail = f"{spec.source} · {spec.device} · {spec.dtype} · {len(self.hosts)} worker(s)"
+        self.window.set_model(self.model_name, detail)
         if images != self.supports_images:
             self.supports_images = images
             if hasattr(self.chat_page, "set_supports_images"):

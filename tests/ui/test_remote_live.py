@@ -78,6 +78,7 @@ def test_remote_workers_join_and_leave_without_a_reload(env, qapp, aloop, qtbot,
         assert found["cpu0"][1] == "idle" and comp.window.status.workers_label.text() == "2 workers: 1 idle, 1 unreachable"
         comp.window.resize(1100, 700)
         screenshot(comp.window, "remote_added_live")
+        assert 'omnidesk_worker_in_flight{worker="remote0"} 0.0' in comp.api.metrics.render().decode()
         second = aloop.run(turn(2))
         assert second.kind == "extend" and second.cached_tokens > 0  # the local worker kept its cache
 
@@ -85,6 +86,8 @@ def test_remote_workers_join_and_leave_without_a_reload(env, qapp, aloop, qtbot,
         assert comp.gateway is gateway and comp.hosts == [local] and list(rows(comp)) == ["cpu0"]
         assert comp.window.status.currentMessage() == f"Remote worker removed: {url} (remote0)."
         assert [w["id"] for w in gateway.stats()["workers"]] == ["cpu0"] and comp.monitor.status("remote0") is None
+        scrape = comp.api.metrics.render().decode()  # /metrics: the worker gauges follow
+        assert 'worker="cpu0"' in scrape and 'worker="remote0"' not in scrape
         third = aloop.run(turn(3))
         assert third.kind == "extend" and third.cached_tokens > second.cached_tokens and states == []
         assert json.loads((env / "config" / "settings.json").read_text())["remote_workers"] == []
