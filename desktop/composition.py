@@ -26,6 +26,7 @@ from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme
 from desktop.workers.factory import make_hosts, remote_hosts
+from desktop.workers.remote.roster import RemoteRoster
 from desktop.protocol import WorkerHost, WorkerStatus
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class Composition(QObject):
         self.hosts: list[WorkerHost] = []
         self.gateway: Gateway | None = None
         self.monitor: EngineMonitor | None = None
+        self.roster: RemoteRoster | None = None  # the engine's remote workers, changed live (_apply_remotes)
         self.proxy = GatewayProxy()
         self.model_name: str | None = None
         self.supports_images = False
@@ -162,22 +164,28 @@ class Composition(QObject):
         monitor = EngineMonitor()
         gateway = Gateway(monitor.wrap(hosts))
         self.api.watch(gateway)
-        self.hosts, self.monitor, self.gateway = hosts, monitor, gateway
+        self.hosts, self.monitor, self.gateway, self.roster = hosts, monitor, gateway, RemoteRoster.of(hosts)
         self.proxy.target = gateway
         await gateway.start()
         window.set_phase(None)  # from here on the workers report their own progress
-        if not await gateway.wait_ready():
-            errors = [s.message for h in hosts if (s := monitor.status(h.worker_id)) and s.message]
+        if not await gateway.wait_ready():  # self.hosts from here: remote workers may change while it loads
+            errors = [s.message for h in self.hosts if (s := monitor.status(h.worker_id)) and s.message]
             return self._failed(errors[0] if errors else "No worker could start.")
-        self.model_name, images = model_info([monitor.status(h.worker_id) for h in hosts], spec)
-        window.set_model(self.model_name, f"{spec.source} · {spec.device} · {spec.dtype} · {len(hosts)} worker(s)")
+        self._show_model(spec)
+        log.info("Model %s ready on %d worker(s)", self.model_name, len(self.hosts))
+        self.engine_state.emit("ready")
+        window.refresh()
+
+    def _show_model(self, spec: ModelSpec) -> None:
+        """The model's name and whether it sees images, as the first worker up reported them."""
+        assert self.window is not None and self.monitor is not None
+        self.model_name, images = model_info([self.monitor.status(h.worker_id) for h in self.hosts], spec)
+        detail = f"{spec.source} · {spec.device} · {spec.dtype} · {len(self.hosts)} worker(s)"
+        self.window.set_model(self.model_name, detail)
         if images != self.supports_images:
             self.supports_images = images
             if hasattr(self.chat_page, "set_supports_images"):
                 self.chat_page.set_supports_images(images)  # type: ignore[union-attr]
-        log.info("Model %s ready on %d worker(s)", self.model_name, len(hosts))
-        self.engine_state.emit("ready")
-        window.refresh()
 
     def _failed(self, message: str) -> None:
         log.error("The model could not be loaded: %s", message)
@@ -215,13 +223,14 @@ class Composition(QObject):
         if gateway is not None:
             await gateway.close()  # the proxy keeps it until here: late calls get "shutting down"
         self.proxy.target = None
-        self.hosts, self.model_name = [], None
+        self.hosts, self.model_name, self.roster = [], None, None
 
     # ------------------------------------------------------------------ settings
 
     async def apply_settings(self, new: Settings) -> bool:
         """Save and apply new settings; the engine is rebuilt (with progress) when needed.
-        Returns True when it was. Sampling and the like apply at once: the chat reads self.settings."""
+        Returns True when it was. Sampling and the like apply at once: the chat reads self.settings;
+        remote workers join or leave the running gateway."""
         async with self._lock:
             old = self.settings
             self.settings = new
@@ -231,8 +240,15 @@ class Composition(QObject):
             self._apply_voice(old, new)
             if not self._closed:
                 await self.api.apply(new)  # live: never reloads the model
-            if self._closed or not old.needs_reload(new):
+            if self._closed:
                 return False
+            if not old.needs_reload(new):
+                if self.roster is not None and (self.model_name is not None or self._loading()):
+                    await self._apply_remotes(new)  # live, when they changed: the model and its caches stay
+                    return False
+                if new.remote_workers == old.remote_workers:
+                    return False
+                # remote workers changed, but no engine is up to change (its model failed): rebuild
             assert self.window is not None
             self.window.set_phase(RESTARTING)  # until the new gateway is up (see _boot)
             self.engine_state.emit("restarting")
@@ -240,6 +256,31 @@ class Composition(QObject):
             self.window.set_model(None)
             self._boot_task = self.spawn(self._boot())
             return True
+
+    async def _apply_remotes(self, new: Settings) -> None:
+        """The running gateway follows the remote workers in `new`: a removed (or changed) server's
+        worker leaves the pool and its host is closed, a new one joins and loads; the unchanged
+        ones and the local workers are not touched, so every cached conversation stays."""
+        gateway, monitor, roster = self.gateway, self.monitor, self.roster
+        assert gateway is not None and monitor is not None and roster is not None and self.window is not None
+        change = roster.change(new.remote_specs())
+        if not change:
+            return
+        for worker_id, _spec in change.remove:
+            await gateway.remove_host(worker_id)
+            monitor.forget(worker_id)
+        if self.gateway is not gateway:  # the engine was stopped meanwhile (shutdown)
+            return
+        added = remote_hosts([spec for _, spec in change.add], ids=[wid for wid, _ in change.add])
+        for host in added:
+            gateway.add_host(monitor.wrap([host])[0])
+        removed = {wid for wid, _ in change.remove}
+        self.hosts = [h for h in self.hosts if h.worker_id not in removed] + added
+        log.info("%s", change.summary())
+        self.window.show_message(change.summary())
+        if self.model_name is not None:
+            self._show_model(new.model_spec())
+        self.window.refresh()
 
     def open_settings(self) -> None:
         """Ctrl+,: the settings dialog (non-blocking; a second call raises the open one)."""

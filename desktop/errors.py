@@ -68,3 +68,11 @@ class WorkerCrashed(OmnideskError):
 
     code = "worker_crashed"
     retryable = True
+
+
+class WorkerRemoved(OmnideskError):
+    """The worker serving the request was taken out of the pool (a remote server removed in the
+    settings); the request can be retried on the others."""
+
+    code = "worker_removed"
+    retryable = True

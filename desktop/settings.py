@@ -182,9 +182,10 @@ class Settings(BaseModel):
         )
 
     def needs_reload(self, other: Settings) -> bool:
-        """Whether going from self to other needs the model/workers rebuilt (with progress)."""
-        keys = ("model_source", "dtype", "device", "workers", "slots_per_worker", "cache_mode", "cache_min_tokens", "kv_budget_mb",
-                "remote_workers")
+        """Whether going from self to other needs the model/workers rebuilt (with progress). Remote
+        workers do not: they join and leave the running pool (Composition.apply_settings)."""
+        keys = ("model_source", "dtype", "device", "workers", "slots_per_worker", "cache_mode", "cache_min_tokens",
+                "kv_budget_mb")
         return any(getattr(self, k) != getattr(other, k) for k in keys)
 
 

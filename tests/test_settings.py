@@ -107,7 +107,8 @@ def test_needs_reload():
     for change in ({"device": "cuda"}, {"workers": 2}, {"cache_mode": "off"}, {"kv_budget_mb": 64},
                    {"model_source": "/models/x.gguf"}, {"dtype": "float16"}):
         assert base.needs_reload(base.model_copy(update=change)), change
-    for change in ({"temperature": 1.0}, {"api_port": 9000}, {"recording_enabled": False}, {"record_chats": True}, {"theme": "dark"}):
+    for change in ({"temperature": 1.0}, {"api_port": 9000}, {"recording_enabled": False}, {"record_chats": True}, {"theme": "dark"},
+                   {"remote_workers": [{"url": "http://gpu:8080"}]}):  # joins the running pool instead
         assert not base.needs_reload(base.model_copy(update=change)), change
 
 

@@ -26,6 +26,7 @@ STATUS: dict[str, tuple[int, str]] = {
     "model_load": (503, "server_error"),
     "worker_crashed": (503, "server_error"),
     "worker_hung": (503, "server_error"),
+    "worker_removed": (503, "server_error"),
     "shutdown": (503, "server_error"),
 }
 

@@ -20,7 +20,7 @@ from desktop.protocol import (
 from desktop.engine.intake import EventIntake
 from desktop.engine.sessions import SessionTable
 from desktop.engine.streams import Request, RequestStream
-from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed
+from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
 from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, char_limit, history_hash, parse_messages
 from desktop.model.params import SamplingParams, as_params
@@ -71,7 +71,40 @@ class Gateway(EventIntake):
             raise RuntimeError("The gateway is already started.")
         self._loop = asyncio.get_running_loop()
         for host in self._hosts.values():
-            host.start(self._sink)
+            self._start_host(host)
+
+    def add_host(self, host: WorkerHost) -> None:
+        """Join a worker to the pool. On a started gateway its host starts at once and reports
+        LOADING then IDLE as the others did at start; routing passes it by until it is up.
+        Raises ValueError when its worker id is in the pool, OmnideskError once closed."""
+        if self._closed:
+            raise OmnideskError("The assistant is shutting down.", code="shutdown")
+        if host.worker_id in self._hosts:
+            raise ValueError(f"Worker id {host.worker_id!r} is already in the pool.")
+        self._pool.add_worker(host.worker_id)
+        self._hosts[host.worker_id] = host
+        if self._loop is not None:
+            self._start_host(host)
+
+    async def remove_host(self, worker_id: str) -> None:
+        """Take a worker out of the pool, then close its host off the loop (a close may block).
+        What runs there, and what waits for it (its sessions' commands), ends at once with an
+        ErrorEvent "worker_removed" naming it; its sessions are over; other waiting requests stay
+        queued for the other workers, or fail as when no worker is up if none can serve now.
+        Its host's later events are ignored. Raises ValueError for a worker not in the pool."""
+        host = self._hosts.pop(worker_id, None)
+        if host is None:
+            raise ValueError(f"There is no worker {worker_id!r} in the pool.")
+        failed = self._pool.remove_worker(worker_id)  # what ran there, what waited pinned to it
+        self._worker_gone(worker_id, failed, f"Worker {worker_id} was removed", WorkerRemoved.code)
+        self._workers_changed()
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, host.close)
+        except Exception:  # its requests have ended already; a host that closes badly is only logged
+            log.exception("Worker %s did not close cleanly", worker_id)
+
+    def _start_host(self, host: WorkerHost) -> None:
+        host.start(lambda worker_id, event: self._sink(host, worker_id, event))
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until no worker is still loading; True when at least one is up."""
@@ -130,7 +163,8 @@ class Gateway(EventIntake):
                 self._requests[rid].end_after = True
             raise
         if isinstance(event, ErrorEvent):
-            cls = {WorkerCrashed.code: WorkerCrashed, ModelLoadError.code: ModelLoadError}.get(event.code, OmnideskError)
+            cls = {WorkerCrashed.code: WorkerCrashed, ModelLoadError.code: ModelLoadError,
+                   WorkerRemoved.code: WorkerRemoved}.get(event.code, OmnideskError)
             raise cls(event.message, code=event.code, retryable=event.retryable)
         if call and entry.worker_id is not None:
             self._pool.mark_call(entry.worker_id, sid, paused=False)
@@ -195,9 +229,9 @@ class Gateway(EventIntake):
         worker_id = self._sessions.end(session_id)
         for req in [r for r in self._requests.values() if r.entry.session_id == session_id and not r.side]:
             await self.cancel(req.request_id)
-        if self._pool.workers[worker_id].up:
+        if (mirror := self._pool.workers.get(worker_id)) is not None and mirror.up:
             event = await asyncio.shield(self._send_end(worker_id, session_id).entry.done)
-            if isinstance(event, ErrorEvent) and event.code not in (WorkerCrashed.code, "shutdown"):
+            if isinstance(event, ErrorEvent) and event.code not in (WorkerCrashed.code, WorkerRemoved.code, "shutdown"):
                 log.warning("Worker %s could not end session %s: %s", worker_id, session_id, event.message)
 
     def stats(self) -> dict:

@@ -16,6 +16,8 @@ def no_service(workers: Iterable[WorkerMirror]) -> OmnideskError | None:
     workers = list(workers)
     if any(w.can_serve for w in workers):
         return None
+    if not workers:  # every worker was removed
+        return WorkerCrashed("No worker is left to serve requests: every one was removed.")
     if all(w.code == ModelLoadError.code for w in workers):
         reasons = list(dict.fromkeys(w.message for w in workers if w.message))
         return ModelLoadError(" ".join(reasons) or "The model could not be loaded.")

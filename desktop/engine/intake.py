@@ -1,6 +1,7 @@
 """Events coming back from the worker hosts, as the gateway handles them on its loop: a request's
 stream events and its one terminal event, worker statuses (down: fail what ran there; nothing can
-serve: fail what waits), and cancels a stuck worker never answers (ended here after a grace)."""
+serve: fail what waits), and cancels a stuck worker never answers (ended here after a grace).
+A host taken out of the pool is no longer heard."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from desktop.engine.health import no_service
 from desktop.protocol import (
     TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, TokenStats,
 )
+from desktop.engine.pool import Entry
 from desktop.engine.streams import Request
 from desktop.errors import WorkerCrashed
 from desktop.model.messages import Message, prefix_hashes
-from desktop.protocol import WorkerStatus
+from desktop.protocol import WorkerHost, WorkerStatus
 
 if TYPE_CHECKING:
     from desktop.engine.gateway import Gateway
@@ -27,17 +29,20 @@ log = logging.getLogger(__name__)
 class EventIntake:
     """Mixed into Gateway; every method but `_sink` runs on the gateway's loop."""
 
-    def _sink(self: Gateway, worker_id: str, event: Event | WorkerStatus) -> None:
-        """Called by hosts from any thread: hop onto the gateway's loop."""
+    def _sink(self: Gateway, host: WorkerHost, worker_id: str, event: Event | WorkerStatus) -> None:
+        """Called by `host` from any thread: hop onto the gateway's loop."""
         if self._loop is None or self._closed:
             return
         try:
-            self._loop.call_soon_threadsafe(self._on_event, worker_id, event)
+            self._loop.call_soon_threadsafe(self._on_event, host, worker_id, event)
         except RuntimeError:  # the loop is closed: the app is exiting
             pass
 
-    def _on_event(self: Gateway, worker_id: str, event: Event | WorkerStatus) -> None:
+    def _on_event(self: Gateway, host: WorkerHost, worker_id: str, event: Event | WorkerStatus) -> None:
         if self._closed:
+            return
+        if self._hosts.get(worker_id) is not host:  # a removed host, closing: what it ran has ended here
+            log.debug("Ignored %s from %s, which is no longer in the pool", type(event).__name__, worker_id)
             return
         if isinstance(event, WorkerStatus):
             self._on_status(event)
@@ -65,15 +70,24 @@ class EventIntake:
         failed = self._pool.set_status(status)
         if was_up and not mirror.up:
             why = f"Worker {status.worker_id} stopped ({status.message or status.state.value})"
-            self._sessions.drop_worker(status.worker_id, why)
-            for entry in failed:
-                again = "the request can be retried" if entry.pin is None else "start a new session"
-                self._fail(entry.request_id, WorkerCrashed.code, f"{why}; {again}.",
-                           retryable=entry.pin is None, release=False)
-            for req in [r for r in self._requests.values() if r.side and r.entry.worker_id == status.worker_id]:
-                self._fail(req.entry.request_id, WorkerCrashed.code, f"{why}.", release=False)
+            self._worker_gone(status.worker_id, failed, why, WorkerCrashed.code)
+        self._workers_changed()
+
+    def _worker_gone(self: Gateway, worker_id: str, failed: list[Entry], why: str, code: str) -> None:
+        """A worker went down or left the pool: its sessions are over, and `failed` (what ran
+        there or waited pinned to it, already out of the pool) and its EndSessions end with `code`."""
+        self._sessions.drop_worker(worker_id, why, code)
+        for entry in failed:
+            again = "the request can be retried" if entry.pin is None else "start a new session"
+            self._fail(entry.request_id, code, f"{why}; {again}.", retryable=entry.pin is None, release=False)
+        for req in [r for r in self._requests.values() if r.side and r.entry.worker_id == worker_id]:
+            self._fail(req.entry.request_id, code, f"{why}.", release=False)
+
+    def _workers_changed(self: Gateway) -> None:
+        """A worker's state changed, or one left: if none can serve now, what waits in the queue
+        would wait forever (it fails with why); wake whoever waits for a change (wait_ready)."""
         unable = no_service(self._pool.workers.values())
-        if unable is not None:  # what waits in the queue would wait forever
+        if unable is not None:
             for entry in self._pool.drop_queued():
                 self._fail(entry.request_id, unable.code, unable.message, retryable=unable.retryable, release=False)
         self._changed.set()

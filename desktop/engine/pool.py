@@ -161,9 +161,27 @@ class Pool:
         self._publish_positions()
         return failed
 
+    def add_worker(self, worker_id: str) -> None:
+        """A worker joins the pool, loading (routing passes it by until it reports that it is up)."""
+        if worker_id in self.workers:
+            raise ValueError(f"Worker {worker_id!r} is already in the pool.")
+        self.workers[worker_id] = WorkerMirror(worker_id)
+
+    def remove_worker(self, worker_id: str) -> list[Entry]:
+        """A worker leaves the pool: its mirror is gone; what runs on it and what waits pinned to
+        it are taken out and returned for the gateway to fail; the rest of the queue is dispatched
+        to the other workers (and hears its new ETA)."""
+        self.workers.pop(worker_id)
+        failed = [self._running.pop(e.request_id) for e in self.running(worker_id)]
+        failed += [self._queue.pop(e.request_id) for e in self.queued() if e.pin == worker_id]
+        self._dispatch()
+        self._publish_positions()
+        return failed
+
     def mark_call(self, worker_id: str, session_id: str, paused: bool) -> None:
         """A voice call's session lives on this worker (live, or paused)."""
-        self.workers[worker_id].calls[session_id] = paused
+        if worker_id in self.workers:  # else it was removed meanwhile (its sessions with it)
+            self.workers[worker_id].calls[session_id] = paused
 
     def forget_session(self, worker_id: str, session_id: str) -> None:
         """A session ended: its slot may serve chats again, which may be waiting for one."""

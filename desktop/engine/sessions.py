@@ -46,10 +46,11 @@ class SessionTable:
         self._close(session_id, f"Session {session_id} has ended; create a new one.", UnknownSession.code)
         return worker_id
 
-    def drop_worker(self, worker_id: str, why: str) -> None:
-        """The worker went down: every session on it is over (its KV is gone)."""
+    def drop_worker(self, worker_id: str, why: str, code: str = WorkerCrashed.code) -> None:
+        """The worker went down (or was removed): every session on it is over (its KV is gone);
+        a later use of one raises UnknownSession with `why` and `code`."""
         for sid in self.on_worker(worker_id):
-            self._close(sid, f"{why}; session {sid} has ended — start a new session.", WorkerCrashed.code)
+            self._close(sid, f"{why}; session {sid} has ended — start a new session.", code)
 
     def _close(self, session_id: str, message: str, code: str) -> None:
         del self._open[session_id]

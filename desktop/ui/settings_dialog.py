@@ -16,7 +16,7 @@ from desktop.ui.settings_form import Page, hint
 from desktop.ui.settings_pages import ApiPage, AudioPage, CachePage, ModelPage, RecordingPage, SamplingPage
 from desktop.ui.settings_remote import RemotePage
 
-RELOAD_NOTE = "Changing the model, device, workers, cache or remote workers reloads the model."
+RELOAD_NOTE = "Changing the model, device, workers or cache reloads the model."
 ERROR_STYLE = "color: #d32f2f; font-weight: 600;"
 
 

@@ -56,7 +56,8 @@ class RemotePage(Page):
         self.workers: list[RemoteWorker] = list(s.remote_workers)
         intro = hint("OpenAI-compatible servers (llama.cpp's server, vLLM, SGLang) that answer chats beside "
                      "the local model. A conversation stays on the server that holds it, so its prompt cache "
-                     "is reused. The Admin page shows whether each one answers.")
+                     "is reused. Servers join or leave as soon as you apply, without reloading the model; "
+                     "the Admin page shows whether each one answers.")
         self.form.addRow(intro)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)

@@ -5,6 +5,7 @@ Remote workers (OpenAI-compatible servers) join them as hosts of their own."""
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 from desktop.model.loader import ModelSpec
 from desktop.workers.config import WorkerConfig
@@ -44,7 +45,9 @@ def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, core
     return [ProcessHost(f"cpu{i}", spec, config, threads=per, liveness=liveness) for i in range(cpu_workers)]
 
 
-def remote_hosts(specs: list[RemoteSpec], **health: object) -> list[WorkerHost]:
-    """One host per configured server: remote0, remote1, … (in the order of the settings);
-    `health`: RemoteHost's health_s / backoff / timeout_s."""
-    return [RemoteHost(f"remote{i}", spec, **health) for i, spec in enumerate(specs)]  # type: ignore[arg-type]
+def remote_hosts(specs: Sequence[RemoteSpec], ids: Sequence[str] | None = None, **health: object) -> list[WorkerHost]:
+    """One host per configured server: remote0, remote1, … in the order of the settings, or the
+    given `ids` (servers added to a running engine: remote/roster.py); `health`: RemoteHost's
+    health_s / backoff / timeout_s."""
+    ids = ids if ids is not None else [f"remote{i}" for i in range(len(specs))]
+    return [RemoteHost(wid, spec, **health) for wid, spec in zip(ids, specs, strict=True)]  # type: ignore[arg-type]

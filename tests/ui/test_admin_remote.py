@@ -1,6 +1,7 @@
 """The admin panel with a remote worker (a real llama.cpp server on 127.0.0.1, marked real_model):
 it is listed beside the local worker with its kind and URL, serves a conversation whose second
-turn reads from the server's cache, and shows "unreachable" with the reason once the server dies."""
+turn reads from the server's cache, shows "unreachable" with the reason once the server dies, and
+is gone from the tables once it is removed in Settings (no restart)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_admin_lists_a_remote_worker_and_shows_it_unreachable(tmp_path, monkeypa
     for name in ("CONFIG", "DATA", "LOG"):
         monkeypatch.setenv(f"OMNIDESK_{name}_DIR", str(tmp_path / name.lower()))
     monkeypatch.setattr(composition, "remote_hosts",
-                        lambda specs: factory.remote_hosts(specs, health_s=0.3, backoff=(0.1, 0.4), timeout_s=2.0))
+                        lambda specs, ids=None: factory.remote_hosts(specs, ids, health_s=0.3, backoff=(0.1, 0.4), timeout_s=2.0))
     server = LlamaServer(ctx=512, slots=2, threads=1)
     server.start()
     c = Composition(qapp, Settings(model_source="tiny", slots_per_worker=1, remote_workers=[{"url": server.url}]),
@@ -79,6 +80,13 @@ def test_admin_lists_a_remote_worker_and_shows_it_unreachable(tmp_path, monkeypa
         assert c.window.status.workers_label.text() == "2 workers: 1 idle, 1 unreachable"
         qapp.processEvents()  # let the status bar make room for the longer text
         screenshot(c.window, "admin_remote_unreachable")
+
+        gateway = c.gateway  # removed in Settings: it leaves the running engine, no reload
+        assert aloop.run(c.apply_settings(c.settings.model_copy(update={"remote_workers": []}))) is False
+        c.window.refresh()
+        assert c.gateway is gateway and [cells(panel.workers_view, r)[0] for r in range(panel.workers.rowCount())] == ["cpu0"]
+        assert {cells(panel.slots_view, r)[0] for r in range(panel.slots.rowCount())} == {"cpu0"}
+        assert c.window.status.workers_label.text() == "1 worker: idle"
     finally:
         aloop.run(c.shutdown(), 30)
         server.kill()

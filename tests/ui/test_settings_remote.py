@@ -52,7 +52,7 @@ def test_servers_are_added_checked_and_applied(dialog, qtbot, screenshot):
     assert page.error.text() == "" and page.url.text() == "" and page.key.text() == ""
     rows = [[page.table.item(r, c).text() for c in range(3)] for r in range(page.table.rowCount())]
     assert rows == [["http://gpu.lan:8080", "server's default", "set"], ["http://10.0.0.7:8000", "Qwen/Qwen3-8B", "—"]]
-    assert dlg.reload_note.isVisible() and dlg.apply_button.isEnabled()
+    assert not dlg.reload_note.isVisible() and dlg.apply_button.isEnabled()  # they join live: no reload
     screenshot(dlg, "settings_remote_workers")
     with qtbot.waitSignal(dlg.applied) as applied:
         qtbot.mouseClick(dlg.ok_button, Qt.MouseButton.LeftButton)
@@ -76,7 +76,7 @@ def test_a_server_is_removed_with_the_button_or_delete(dialog, qtbot):
     with qtbot.waitSignal(dlg.applied) as applied:
         qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
     assert [w.url for w in applied.args[0].remote_workers] == ["http://a:1"]
-    assert start.needs_reload(applied.args[0])
+    assert not start.needs_reload(applied.args[0])
 
 
 def closed_port() -> int:

@@ -2,7 +2,8 @@
 through the real gateway: a conversation's second turn comes back to the worker and slot that hold
 it and the server reports cached prompt tokens; a server that is killed fails its request with a
 clear error and turns unreachable, and comes back when it is restarted on the same port; a wrong
-API key is said plainly; a session's reply can be cut to what the user heard."""
+API key is said plainly; a session's reply can be cut to what the user heard; a server added to a
+running gateway serves, and removing it ends its running reply while the local worker's cache stays."""
 
 from __future__ import annotations
 
@@ -13,15 +14,18 @@ import pytest
 
 from desktop.engine.gateway import Gateway
 from desktop.errors import WorkerCrashed
+from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, CreateSession, Done, ErrorEvent, Generate, PrefillDone, TruncateReply, WorkerHost,
     WorkerState, WorkerStatus,
 )
+from desktop.workers.config import WorkerConfig
 from desktop.workers.remote.host import UNREACHABLE, RemoteHost
 from desktop.workers.remote.llama_server import LlamaServer
 from desktop.workers.remote.spec import RemoteSpec
+from desktop.workers.thread_host import ThreadHost
 
 pytestmark = pytest.mark.real_model
 FAST = dict(health_s=0.3, backoff=(0.1, 0.4), timeout_s=2.0)
@@ -214,3 +218,50 @@ def test_a_session_reply_can_be_cut_to_what_was_heard(servers):
         assert isinstance(again, Done) and again.stats.cached_tokens > 0  # the system prompt and question were kept
     finally:
         host.close()
+
+
+def test_a_server_added_to_a_running_gateway_serves_and_removing_it_ends_its_reply(servers):
+    """Remote workers changed in Settings: the server joins beside the tiny local worker without a
+    restart, serves (and hits its own cache), and leaves with its running reply ended clearly;
+    the local conversation hits its cache throughout."""
+    local = ThreadHost("cpu0", ModelSpec("tiny"), WorkerConfig(num_slots=1, cache_min_tokens=4), threads=1)
+    remote = Recorded(RemoteHost("remote0", RemoteSpec(servers[0].url), **FAST))
+
+    async def main() -> None:
+        gw = Gateway([local])
+        await gw.start()
+        assert await gw.wait_ready(60)
+        try:
+            mine = [{"role": "user", "content": "Hello there, how are you today?"}]
+            done, _ = await turn(gw, mine, "local-1")
+            mine += [{"role": "assistant", "content": done.text}, {"role": "user", "content": "And then?"}]
+            gw.add_host(remote)
+            end = time.monotonic() + 30
+            while {w["id"]: w["state"] for w in gw.stats()["workers"]}.get("remote0") != "idle":
+                assert time.monotonic() < end, gw.stats()["workers"]
+                await asyncio.sleep(0.05)
+            assert remote.statuses[0].state is WorkerState.LOADING
+            conv = [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Name a fruit."}]
+            first, _ = await turn(gw, conv, "r-1")  # cpu0's one slot holds the local conversation
+            conv += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "Another one?"}]
+            second, _ = await turn(gw, conv, "r-2")
+            assert remote.requests == ["r-1", "r-2"] and second.stats.cached_tokens > 0 and second.stats.kind == "extend"
+            done, events = await turn(gw, mine, "local-2")
+            prefill = next(e for e in events if isinstance(e, PrefillDone))
+            assert prefill.kind == "extend" and prefill.cached_tokens > 0 and "local-2" not in remote.requests
+
+            stream = gw.chat([{"role": "user", "content": "Tell me a long story."}], {"max_tokens": 200, "ignore_eos": True},
+                             request_id="long")
+            assert isinstance(await anext(stream), (PrefillDone, ChunkEvent)) and "long" in remote.requests
+            await gw.remove_host("remote0")
+            err = [e async for e in stream][-1]
+            assert isinstance(err, ErrorEvent) and err.code == "worker_removed" and err.retryable
+            assert "Worker remote0 was removed" in err.message
+            assert [w["id"] for w in gw.stats()["workers"]] == ["cpu0"] and not remote.inner._thread.is_alive()
+            mine += [{"role": "assistant", "content": done.text}, {"role": "user", "content": "Go on."}]
+            _, events = await turn(gw, mine, "local-3")
+            assert next(e for e in events if isinstance(e, PrefillDone)).cached_tokens > prefill.cached_tokens
+        finally:
+            await gw.close()
+
+    asyncio.run(asyncio.wait_for(main(), 120))

@@ -101,6 +101,12 @@ class EngineMonitor:
             with self._lock:
                 self._counters.errors += 1
 
+    def forget(self, worker_id: str) -> None:
+        """The worker left the pool: its last status and slots are not kept."""
+        self._status.pop(worker_id, None)
+        with self._lock:
+            self._slots.pop(worker_id, None)
+
     def status(self, worker_id: str) -> WorkerStatus | None:
         return self._status.get(worker_id)
 

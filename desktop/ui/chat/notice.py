@@ -11,6 +11,7 @@ from desktop.ui.chat.style import accent, muted, small_font, wash
 
 FRIENDLY = {
     "worker_crashed": "The model stopped unexpectedly while answering.",
+    "worker_removed": "The remote worker answering this was removed in Settings.",
     "queue_full": "Too many requests are waiting for the model right now.",
     "busy": "The model is busy with other conversations right now.",
     "context_length_exceeded": "This conversation has grown too long for the model. Start a new "
