@@ -257,3 +257,17 @@ def test_badge_reasons_are_true(small_gateway, aloop, tmp_path, qtbot):
     for name, line in badges.items():
         assert "branched" not in line, (name, line)
         assert name == "edit" or "edited" not in line, (name, line)
+
+
+def test_the_text_boxs_hint_names_the_keys_only_when_they_fit(qtbot):
+    """The hint is one line high: in a narrow box the keys' half wrapped out of sight, cut mid-word."""
+    from desktop.ui.chat.composer import SHORT_PLACEHOLDER, ComposerEdit, placeholder
+
+    edit = ComposerEdit()
+    qtbot.addWidget(edit)
+    edit.show()
+    for width, wanted in ((900, placeholder()), (300, SHORT_PLACEHOLDER), (900, placeholder())):
+        edit.resize(width, edit.height())
+        qtbot.waitUntil(lambda: edit.viewport().width() > width - 40)
+        assert edit.placeholderText() == wanted, (width, edit.placeholderText())
+        assert edit.fontMetrics().horizontalAdvance(edit.placeholderText()) < edit.viewport().width()

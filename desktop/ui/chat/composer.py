@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage, QKeyEvent
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from desktop.errors import InvalidRequest
@@ -50,9 +50,12 @@ def images_of(mime: QMimeData) -> list[tuple[str, bytes | None, str | None]]:
     return []
 
 
+SHORT_PLACEHOLDER = "Message the assistant"
+
+
 def placeholder() -> str:
     """The empty text box's hint, with the keys of the shortcut table."""
-    return f"Message the assistant  ({shortcuts.native('send')} to send, {shortcuts.native('newline')} for a new line)"
+    return f"{SHORT_PLACEHOLDER}  ({shortcuts.native('send')} to send, {shortcuts.native('newline')} for a new line)"
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -68,6 +71,13 @@ class ComposerEdit(QPlainTextEdit):
         self.setTabChangesFocus(True)
         self.document().contentsChanged.connect(self._fit)
         self._fit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # The hint is one line: with the keys when they fit, else without (cut, it wrapped out of sight).
+        room = self.viewport().width() - 2 * int(self.document().documentMargin()) - 4
+        full = placeholder()
+        self.setPlaceholderText(full if self.fontMetrics().horizontalAdvance(full) <= room else SHORT_PLACEHOLDER)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if shortcuts.matches(event, "newline"):
