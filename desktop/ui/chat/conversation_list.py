@@ -50,7 +50,7 @@ class _SearchBox(QLineEdit):
     left = Signal()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.key() == Qt.Key.Key_Escape and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+        if shortcuts.matches(event, "clear_search"):
             if self.text():
                 self.clear()
             else:
