@@ -75,6 +75,7 @@ class MainWindow(QMainWindow):
         row.addWidget(self.stack, 1)
         self.setCentralWidget(central)
         self.nav.page_selected.connect(self._page_selected)
+        self.nav.itemClicked.connect(lambda _item: self.current_page == "chat" and self._call_chat("focus_composer"))
         if call_page is not None:
             self.set_call_page(call_page)
         if recordings_page is not None:
@@ -99,6 +100,8 @@ class MainWindow(QMainWindow):
         old.deleteLater()
         if hasattr(page, "status"):
             page.status.connect(self.show_message)
+        if self.current_page == "chat":
+            self._call_chat("focus_composer")  # the keys go to the message box from the start
 
     def set_call_page(self, page: QWidget) -> None:
         """Put the Call page (the "coming soon" one until then) in its place in the stack."""
@@ -135,6 +138,8 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.pages[key])
         if key == "admin":
             self.refresh()
+        elif key == "chat":  # back on the chat (sidebar, Ctrl+1): typing goes to the message box
+            self._call_chat("focus_composer")
 
     # ------------------------------------------------------------------ engine state
 

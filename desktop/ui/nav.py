@@ -61,6 +61,10 @@ class NavBar(QListWidget):
         item = self.currentItem()
         return item.data(Qt.ItemDataRole.UserRole) if item is not None else KEYS[0]
 
+    def keyboardSearch(self, search: str) -> None:
+        """No type-ahead: a letter typed here must not switch the page behind the user's back
+        (arrow keys, clicks and the Ctrl+1… shortcuts do)."""
+
     def _row_changed(self, row: int) -> None:
         if 0 <= row < len(KEYS):
             self.page_selected.emit(KEYS[row])

@@ -35,6 +35,8 @@ SHORTCUTS = (
     Shortcut("voice", "Ctrl+Shift+V", "Speak replies aloud: on or off", owner="voice", group="Chat"),
     Shortcut("rename", "F2", "Rename the selected conversation", owner="list", group="Conversation list"),
     Shortcut("delete", "Del", "Delete the selected conversation…", owner="list", group="Conversation list"),
+    Shortcut("clear_search", "Esc", "In the search box: clear the search (again: back to the message)",
+             owner="search", group="Conversation list"),
     Shortcut("call", "Ctrl+Enter", "Start or end the call", owner="call", group="Call"),
     Shortcut("push_to_talk", "Space", "Hold to talk (push-to-talk mode)", grab=False, owner="call", group="Call"),
     Shortcut("camera", "Ctrl+Shift+C", "Camera on or off (during a call)", owner="call", group="Call"),

@@ -109,10 +109,48 @@ def test_delete_asks_first(page, store, monkeypatch):
     monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title, on_yes: on_yes())
     trigger(menu_for(page, 1), "Delete…")
     assert victim not in store and victim not in ConversationStore(store.root) and len(titles(page)) == 2
-    assert page.current_conversation_id is None  # the open conversation was deleted: a new one is shown
-    page.conversations.view.setCurrentIndex(page.conversations.model.index(0, 0))
-    QTest.keyClick(page.conversations.view, Qt.Key.Key_Delete)
-    assert len(titles(page)) == 1
+
+
+def test_deleting_the_open_conversation_opens_the_next_one(page, store, monkeypatch, qtbot, screenshot):
+    """Not the empty "Start a conversation" page while others are there (review 2, 24_deletedc)."""
+    monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title, on_yes: on_yes())
+    lst = page.conversations
+    page.open_conversation(lst.model.id_at(1))
+    page.delete(lst.model.id_at(1))  # the middle one: the next in the list opens
+    assert titles(page) == ["Lisbon restaurants", "Plan a trip to Lisbon"]
+    assert page.current_conversation_id == lst.current_id() == lst.model.id_at(1)
+    assert page.view.widgets()[0].text() == "Plan a trip to Lisbon"
+    qtbot.wait(50)  # laid out before the picture
+    screenshot(page, "chat-deleted-opens-next")
+    lst.view.setFocus()
+    QTest.keyClick(lst.view, Qt.Key.Key_Delete)  # the last one (open, current): the one before it opens
+    assert titles(page) == ["Lisbon restaurants"]
+    assert page.current_conversation_id == lst.current_id() == lst.model.id_at(0)
+    assert page.view.widgets()[0].text() == "Lisbon restaurants"
+    QTest.keyClick(lst.view, Qt.Key.Key_Delete)  # none left: a new conversation
+    assert titles(page) == [] and page.current_conversation_id is None and page.view.widgets() == []
+    assert len(store.list()) == 0
+
+
+def test_deleting_another_conversation_keeps_the_open_one(page, store, monkeypatch):
+    monkeypatch.setattr(dialogs, "confirm_delete", lambda parent, title, on_yes: on_yes())
+    shown = page.conversations.model.id_at(0)
+    page.open_conversation(shown)
+    page.delete(page.conversations.model.id_at(2))
+    assert page.current_conversation_id == shown and page.conversations.current_id() == shown
+
+
+def test_esc_in_the_search_box_clears_it_then_leaves_it(page, qtbot):
+    search = page.conversations.search
+    page.window().activateWindow()
+    search.setFocus()
+    QTest.keyClicks(search, "python")
+    page.conversations.flush_search()
+    assert titles(page) == ["Python decorators explained"]
+    QTest.keyClick(search, Qt.Key.Key_Escape)  # with text: the search is cleared, every conversation is back
+    assert search.text() == "" and len(titles(page)) == 3 and search.hasFocus()
+    QTest.keyClick(search, Qt.Key.Key_Escape)  # on the empty box: the keys go back to the message box
+    qtbot.waitUntil(page.composer.edit.hasFocus)
 
 
 @pytest.mark.parametrize("suffix", ["md", "json"])

@@ -59,6 +59,13 @@ def test_navigation_by_sidebar_and_shortcuts(make_comp, aloop, qtbot, monkeypatc
     window = comp.window
     qtbot.waitExposed(window)
     assert comp.model_name == "omnidesk-tiny"
+    window.activateWindow()
+    assert QTest.qWaitForWindowActive(window)
+    assert QApplication.focusWidget() is comp.chat_page.composer.edit  # the keys go to the message box
+    comp.open_settings()  # Ctrl+,, then closed: the keys come back to the message box
+    qtbot.waitUntil(lambda: comp.settings_dialog is not None and comp.settings_dialog.isVisible())
+    comp.settings_dialog.reject()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is comp.chat_page.composer.edit)
     for i, page in enumerate(("chat", "call", "recordings", "admin")):
         key(window, getattr(Qt.Key, f"Key_{i + 1}"))
         assert window.current_page == page
@@ -78,7 +85,7 @@ def test_navigation_by_sidebar_and_shortcuts(make_comp, aloop, qtbot, monkeypatc
     for name in ("new_conversation", "focus_composer", "focus_search", "stop"):
         monkeypatch.setattr(comp.chat_page, name, lambda name=name: calls.append(name))
     key(window, Qt.Key.Key_N)
-    assert window.current_page == "chat" and calls == ["new_conversation", "focus_composer"]
+    assert window.current_page == "chat" and calls[-2:] == ["new_conversation", "focus_composer"]
     window.show_page("admin")
     key(window, Qt.Key.Key_F)
     assert window.current_page == "chat" and calls[-1] == "focus_search"

@@ -1,5 +1,5 @@
 """The left pane of the chat page: New conversation, a search box (titles and message text), and
-the saved conversations with their dates; rename with a double-click or F2, and a context menu
+the saved conversations with their dates (Esc in the search box clears it); rename with a double-click or F2, and a context menu
 with Rename, Export… and Delete."""
 
 from __future__ import annotations
@@ -43,6 +43,22 @@ class _ListView(QListView):
         super().keyPressEvent(event)
 
 
+class _SearchBox(QLineEdit):
+    """Esc clears the search (the list shows every conversation again); on an empty box it emits
+    `left`: the page gives the keys back to the message box."""
+
+    left = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if shortcuts.matches(event, "clear_search"):
+            if self.text():
+                self.clear()
+            else:
+                self.left.emit()
+            return
+        super().keyPressEvent(event)
+
+
 class ConversationList(QWidget):
     """Emits what the user asks for; the page changes the store and calls `set_conversations`."""
 
@@ -63,7 +79,7 @@ class ConversationList(QWidget):
         self.new_button.setToolTip("Start a new conversation")
         self.new_button.clicked.connect(self.new_requested)
         layout.addWidget(self.new_button)
-        self.search = QLineEdit()
+        self.search = _SearchBox()
         self.search.setPlaceholderText("Search titles and messages")
         self.search.setClearButtonEnabled(True)
         # typing searches once the keys pause (each search scans every message); clearing is at once
@@ -125,6 +141,15 @@ class ConversationList(QWidget):
 
     def current_id(self) -> str | None:
         return self.model.id_at(self.view.currentIndex().row())
+
+    def neighbour_of(self, conv_id: str) -> str | None:
+        """The conversation listed after `conv_id` (before it when it is the last), if any: what
+        opens when `conv_id` is deleted."""
+        row = self.model.row_of(conv_id)
+        if row < 0:
+            return None
+        after = self.model.id_at(row + 1)
+        return after if after is not None else self.model.id_at(row - 1)
 
     def start_rename(self, conv_id: str) -> None:
         row = self.model.row_of(conv_id)

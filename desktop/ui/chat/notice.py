@@ -3,6 +3,8 @@ with Cancel, and the inline notice of a failed or stopped turn with Retry."""
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
@@ -28,6 +30,27 @@ def friendly(code: str, message: str, retryable: bool) -> tuple[str, str]:
     head += " Your message is saved — try again." if retryable else " Your message is saved."
     detail = message if message and code not in ("queue_full", "busy", "shutdown") else ""
     return head, detail
+
+
+UNANSWERED = "Your last message has no reply yet."
+# the worker's refusal of a prompt longer than its context (workers/admission.py)
+_OVER = re.compile(r"is ([\d,]+) tokens long; the model's context window is ([\d,]+) tokens")
+
+
+def too_long(detail: str, message_chars: int, request_chars: int, alone: bool) -> str | None:
+    """When a request was refused as longer than the model's context: the sentence saying that the
+    user's last message (`message_chars` of the request's `request_chars`) is by itself too long,
+    or None when it is not (the conversation as a whole has grown too long). The message's tokens
+    are estimated from its share of the request's characters. `alone`: it is the conversation's
+    only message; with no token counts in `detail` that alone tells."""
+    m = _OVER.search(detail)
+    if m is None:
+        return "This message is too long for the model." if alone else None
+    total, limit = (int(g.replace(",", "")) for g in m.groups())
+    tokens = round(total * message_chars / max(request_chars, 1))
+    if tokens <= limit and not alone:
+        return None
+    return f"This message is too long for the model (about {max(tokens, limit + 1):,} tokens; the limit is {limit:,})."
 
 
 def eta_text(eta_s: float) -> str:

@@ -90,6 +90,7 @@ class ChatPage(PageActions, QWidget):
         lst.selected.connect(self.open_conversation)
         lst.new_requested.connect(self.new_conversation)
         lst.search_changed.connect(lambda _text: self.refresh_list())
+        lst.search.left.connect(self.focus_composer)
         lst.rename_requested.connect(self.rename)
         lst.delete_requested.connect(self.delete)
         lst.export_requested.connect(self.export)

@@ -59,8 +59,9 @@ class PageActions(_Base):
         self.status.emit(f"Renamed to “{title}”")
 
     def delete(self, conv_id: str, *, confirmed: bool = False) -> None:
-        """Delete a conversation after asking (the open one is replaced by a new conversation);
-        a reply being written to it is cancelled first."""
+        """Delete a conversation after asking; in place of the open one the next in the list opens
+        (the previous one after the last; a new conversation when none is left). A reply being
+        written to it is cancelled first."""
         conv = self.store.get(conv_id)
         if conv is None:
             return
@@ -68,7 +69,9 @@ class PageActions(_Base):
             dialogs.confirm_delete(self, conv.title, lambda: self.delete(conv_id, confirmed=True))
             return
         if conv is self.conv:
-            self.new_conversation()
+            neighbour = self.conversations.neighbour_of(conv_id)
+            if not (neighbour and self.open_conversation(neighbour)):
+                self.new_conversation()
         if self.turns.of(conv_id) is not None:
             self.tasks.spawn(self._delete_after_reply(conv))
             return

@@ -14,7 +14,7 @@ from desktop.engine.conversations import INTERRUPTED, Conversation, StoredMessag
 from desktop.engine.export import stats_line
 from desktop.engine.reply import Phase, Reply
 from desktop.ui.chat.message_widget import THINKING, MessageWidget
-from desktop.ui.chat.notice import eta_text, friendly
+from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, too_long
 
 if TYPE_CHECKING:
     from desktop.ui.chat.page import ChatPage
@@ -48,6 +48,7 @@ class Turns:
         self.tasks = Tasks()
         self._replies: dict[str, Reply] = {}
         self._notices: dict[str, tuple[str, str, bool, bool]] = {}  # id → text, detail, error, retry
+        self._runs: dict[Reply, asyncio.Task] = {}  # each reply's task, until the reply ends
 
     def of(self, conv_id: str) -> Reply | None:
         return self._replies.get(conv_id)
@@ -59,6 +60,7 @@ class Turns:
                       continuing=continuing)
         self._replies[conv.id] = reply
         self._notices.pop(conv.id, None)
+        page.view.clear_notice()
         reply.listeners.append(self._on_reply)
         for observe in page.reply_observers:
             try:
@@ -69,7 +71,7 @@ class Turns:
         page.speech.follow(reply)  # after the bubble's listener: its request id is known by then
         self._mark_list()
         self.show()
-        self.tasks.spawn(reply.run())
+        self._runs[reply] = self.tasks.spawn(reply.run())
         return reply
 
     def stop(self, conv_id: str) -> None:
@@ -89,6 +91,7 @@ class Turns:
         reply = self._replies.pop(conv_id, None)
         self._notices.pop(conv_id, None)
         if reply is not None:
+            self._runs.pop(reply, None)
             await reply.abandon()
             self._mark_list()
 
@@ -102,14 +105,22 @@ class Turns:
         page.set_busy(reply is not None)
         if reply is None:
             page.queue_banner.hide()
-            if page.conv.id in self._notices and page.view.notice() is None:
-                text, detail, error, retry = self._notices[page.conv.id]
+            notice = self._notices.get(page.conv.id) or self._unanswered(page.conv)
+            if notice is not None and page.view.notice() is None:
+                text, detail, error, retry = notice
                 page.view.show_notice(text, detail, error=error, retry=retry)
             return
         if len(page.view.widgets()) == reply.at:  # a new reply: its bubble
             page.view.append("assistant", reply.message.content)
         self._widget(reply).set_streaming(True)
         self._draw(reply, reply.phase.value)
+
+    def _unanswered(self, conv: Conversation) -> tuple[str, str, bool, bool] | None:
+        """A saved conversation that ends with the user's message (its reply failed or never came,
+        e.g. before a restart): say so, with Retry, which answers that message."""
+        if conv.messages and conv.messages[-1].role == "user" and conv.id in self.page.store:
+            return UNANSWERED, "Retry asks the assistant to answer it.", False, True
+        return None
 
     def _mark_list(self) -> None:
         self.page.conversations.set_replying({conv_id: REPLYING for conv_id in self._replies})
@@ -122,9 +133,10 @@ class Turns:
         shown = reply.conv is page.conv
         if what in ("done", "failed") and self._replies.get(reply.conv.id) is reply:
             del self._replies[reply.conv.id]
+            run = self._runs.pop(reply, None)
             self._mark_list()
-            if reply.conv.id in page.store:  # not being deleted
-                self._ended(reply, shown)
+            if reply.conv.id in page.store and not (shown and run is not None and self._took_back(reply, run)):
+                self._ended(reply, shown)  # (not being deleted)
         elif shown:
             self._draw(reply, what)
 
@@ -166,6 +178,46 @@ class Turns:
         if shown:
             self._redraw(reply, wrote)
         page.refresh_list()
+
+    def _took_back(self, reply: Reply, run: asyncio.Task) -> bool:
+        """A message sent that by itself is longer than the model can take goes back into the text
+        box instead of staying in the conversation as an unanswered turn; True when it did."""
+        page, conv = self.page, reply.conv
+        if reply.error is None or reply.error[0] != "context_length_exceeded" or reply.previous is not None \
+                or reply.continuing or not conv.messages or conv.messages[-1].role != "user" or conv.messages[-1].images:
+            return False
+        text = conv.messages[-1].content
+        request = len(conv.system_prompt) + sum(len(m.content) for m in conv.messages)
+        sentence = too_long(reply.error[1], len(text), request, alone=len(conv.messages) == 1)
+        if sentence is None:
+            return False
+        conv.messages.pop()
+        if conv.messages:
+            page.store.save(conv)  # a newer version than the reply's last write: it wins on disk
+        else:  # nothing left: a new conversation again, unsaved (once the reply's write is done)
+            conv.title = ""
+            self.tasks.spawn(self._unsave(conv, run))
+        page.view.show_from(len(conv.messages), conv.messages)
+        page.view.show_notice(sentence + " It is back in the text box: shorten it or send it in parts.",
+                              reply.error[1], error=True, retry=False)
+        page._preset_editable(not conv.messages)
+        box = page.composer.edit
+        box.setPlainText(text + ("\n\n" + box.toPlainText() if box.toPlainText().strip() else ""))
+        box.moveCursor(box.textCursor().MoveOperation.End)
+        page.focus_composer()
+        page.status.emit("The message was not sent: it is too long for the model")
+        page.refresh_list()
+        self.show()  # no reply any more: Send instead of Stop
+        return True
+
+    async def _unsave(self, conv: Conversation, run: asyncio.Task) -> None:
+        await asyncio.wait([run])  # its task has written the conversation for the last time
+        page = self.page
+        if not conv.messages and conv.id in page.store:
+            page.store.delete(conv.id)
+            page.refresh_list()
+            if conv is page.conv:
+                page.conversation_changed.emit("")
 
     def _redraw(self, reply: Reply, wrote: bool) -> None:
         page = self.page
