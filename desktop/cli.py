@@ -26,7 +26,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
                    help="auto (default): bfloat16 on a GPU or a CPU with native bf16, else float32")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--system", default="You are a helpful assistant.", help="system prompt ('' for none)")
+    p.add_argument("--system", default=None,
+                   help="system prompt ('' for none; default: the preset chosen in the window, Assistant at first)")
     p.add_argument("--max-tokens", type=int, default=None, help="longest reply (default: the app's setting)")
     p.add_argument("--temperature", type=float, default=None,
                    help="0 always picks the likeliest word (default: the app's setting, as the window samples)")
@@ -57,6 +58,15 @@ def chat_params(args: argparse.Namespace, sampling: SamplingParams) -> SamplingP
     """The app's sampling settings (as the window samples), with what the command line sets."""
     changes = {k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens)) if v is not None}
     return replace(sampling, **changes)
+
+
+def system_prompt(args: argparse.Namespace, preset_id: str, presets) -> str:
+    """--system when given, else the prompt of the preset the window's new chats use (Settings'
+    system_preset; the first, "Assistant", when that one is gone). `presets`: a PresetStore."""
+    if args.system is not None:
+        return args.system
+    preset = presets.get(preset_id) or presets.list()[0]
+    return preset.prompt
 
 
 def badge(stats) -> str:
@@ -133,6 +143,7 @@ def _chat(args: argparse.Namespace) -> int:
     from desktop.workers.config import WorkerConfig
     from desktop.workers.local import LocalClient
 
+    from desktop.engine.presets import PresetStore
     from desktop.settings import load_settings
 
     torch.set_num_threads(max(1, args.threads))
@@ -142,7 +153,8 @@ def _chat(args: argparse.Namespace) -> int:
     params = chat_params(args, settings.sampling())
     lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=Progress())
     client = LocalClient(lm, WorkerConfig(cache_mode=args.cache_mode))
-    system = [Message("system", args.system)] if args.system else []
+    prompt = system_prompt(args, settings.system_preset, PresetStore())
+    system = [Message("system", prompt)] if prompt else []
     msgs: list[Message] = list(system)
     print(f"{lm.name} on {lm.device} ({lm.dtype}), context {lm.context_length} tokens; temperature {params.temperature:g}, "
           f"replies up to {params.max_tokens} tokens. {HELP}", file=sys.stderr)

@@ -15,6 +15,7 @@ MAX_BYTES = 2 << 20  # per file; with BACKUPS older files, at most ~8 MB on disk
 BACKUPS = 3
 FORMAT = "%(asctime)s %(levelname)-7s %(threadName)s %(name)s: %(message)s"
 _MARK = "_omnidesk_handler"
+QUIET = ("httpx", "httpcore")  # a line per HTTP request (remote health checks every 5 s): warnings only
 
 
 def log_dir() -> Path:
@@ -38,6 +39,8 @@ def setup_logging(level: int = logging.INFO, *, stderr_level: int = logging.WARN
     root = logging.getLogger()
     if root.level == logging.NOTSET or root.level > level:
         root.setLevel(level)
+    for name in QUIET:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
     for handler in [h for h in root.handlers if getattr(h, _MARK, False)]:
         if isinstance(handler, logging.handlers.RotatingFileHandler) and Path(handler.baseFilename) == path:
             return path

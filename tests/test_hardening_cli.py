@@ -61,6 +61,38 @@ def test_the_terminal_chat_samples_as_the_app_does_unless_told(tmp_path):
     assert cli.chat_params(cli.parse_args(["chat"]), Settings().sampling()).temperature == 0.6
 
 
+def test_the_terminal_chat_uses_the_windows_preset_prompt(tmp_path):
+    """As the window's new chats: the preset chosen in Settings (Assistant by default); --system wins."""
+    from desktop.engine.presets import PresetStore
+
+    presets = PresetStore(tmp_path)
+    assistant = presets.get("assistant")
+    assert assistant is not None
+    args = cli.parse_args(["chat"])
+    assert cli.system_prompt(args, "assistant", presets) == assistant.prompt
+    mine = presets.add("Pirate", "Answer as a pirate.")
+    assert cli.system_prompt(args, mine.id, presets) == "Answer as a pirate."
+    assert cli.system_prompt(args, "user-deleted", presets) == presets.list()[0].prompt
+    assert cli.system_prompt(cli.parse_args(["chat", "--system", ""]), mine.id, presets) == ""
+    assert cli.system_prompt(cli.parse_args(["chat", "--system", "Be brief."]), mine.id, presets) == "Be brief."
+
+
+def test_the_terminal_chat_sends_the_chosen_preset(monkeypatch, capsys, tmp_path):
+    from desktop.engine.presets import PresetStore
+    from desktop.settings import Settings, save_settings
+    from desktop.workers.local import LocalClient
+
+    monkeypatch.setenv("OMNIDESK_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("OMNIDESK_DATA_DIR", str(tmp_path / "data"))
+    mine = PresetStore().add("Terse", "Reply in one word.")
+    save_settings(Settings(model_source="tiny", system_preset=mine.id))
+    sent = []
+    real = LocalClient.stream
+    monkeypatch.setattr(LocalClient, "stream", lambda self, cmd, rid=None: (sent.append(cmd), real(self, cmd, rid))[1])
+    chat(monkeypatch, capsys, ["Hello", "/quit"])
+    assert sent and sent[0].messages[0].role == "system" and sent[0].messages[0].content == "Reply in one word."
+
+
 def test_progress_into_a_pipe_is_one_plain_line_per_stage():
     into_pipe = io.StringIO()
     progress = cli.Progress(into_pipe)

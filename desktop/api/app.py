@@ -87,7 +87,7 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         eng = current()
         body.refuse_unsupported()
         messages = body.chat_messages(eng.supports_images, eng.model)
-        params = body.params(eng.defaults)
+        params = body.params(eng.defaults, eng.gateway.context_length())
         try:
             stream = eng.gateway.chat(messages, params, origin="api")
         except QueueFullError as err:
@@ -129,6 +129,37 @@ def retry_after(gateway: Any) -> float:
         return 1.0
 
 
+def body_error(err: RequestValidationError, content_type: str) -> ApiError:
+    """A 400 that names what is wrong with the body: not JSON (where, why), not sent as JSON (the
+    Content-Type; a body of another type is not read as JSON, so a web page cannot post to the
+    local API without the browser asking first), or a field (named as `param`)."""
+    first = (err.errors() or [{}])[0]
+    loc = [p for p in first.get("loc", ()) if p != "body"]
+    if first.get("type") == "json_invalid":
+        reason = (first.get("ctx") or {}).get("error", "it cannot be parsed")
+        at = f"at character {loc[0]}: " if loc else ""
+        return ApiError(400, f"The request body is not valid JSON ({at}{reason}).")
+    what = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
+    if loc:
+        where = ".".join(map(str, loc))
+        return ApiError(400, f"{where}: {what}", param=where)
+    if not is_json(content_type):
+        got = f"it was sent as {content_type.split(';')[0].strip()}" if content_type else "it had no Content-Type"
+        return ApiError(400, "The request body must be JSON sent with the header 'Content-Type: application/json' "
+                        f"({got}; with curl, add -H 'Content-Type: application/json').")
+    if first.get("type") == "missing":
+        return ApiError(400, "The request body is empty: send the chat request as a JSON object.")
+    if first.get("type") in ("dict_type", "model_attributes_type"):
+        return ApiError(400, "The request body must be a JSON object (with messages, model, …), "
+                        f"not {type(first.get('input')).__name__}.")
+    return ApiError(400, f"The request body is not valid: {what}")
+
+
+def is_json(content_type: str) -> bool:
+    kind = content_type.split(";")[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+
+
 def _model(name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": 0, "owned_by": OWNER}
 
@@ -143,12 +174,8 @@ def _handlers(app: FastAPI) -> None:
         return from_exception(err, retry_after_s=1.0 if err.retryable else None).response()
 
     @app.exception_handler(RequestValidationError)
-    async def bad_body(_: Request, err: RequestValidationError) -> JSONResponse:
-        first = (err.errors() or [{}])[0]
-        where = [str(p) for p in first.get("loc", ()) if p != "body"]
-        what = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
-        message = f"{'.'.join(where)}: {what}" if where else f"The request body is not valid: {what}"
-        return ApiError(400, message, param=".".join(where) or None).response()
+    async def bad_body(request: Request, err: RequestValidationError) -> JSONResponse:
+        return body_error(err, request.headers.get("content-type", "")).response()
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, err: HTTPException) -> JSONResponse:

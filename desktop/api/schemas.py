@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from desktop.api.errors import ApiError
-from desktop.model.params import SamplingParams
+from desktop.errors import InvalidRequest
+from desktop.model.params import MAX_TOKENS, SamplingParams
 from desktop.protocol import TokenStats
 
 IMAGE_PARTS = ("image_url", "input_image", "image")
@@ -55,23 +56,34 @@ class ChatRequest(BaseModel):
             raise ApiError(400, "Only text responses are supported: response_format.type must be \"text\".",
                            param="response_format")
 
-    def params(self, defaults: SamplingParams) -> SamplingParams:
-        """The app's sampling defaults, overridden by what the request sets."""
+    def params(self, defaults: SamplingParams, context: int = 0) -> SamplingParams:
+        """The app's sampling defaults, overridden by what the request sets. `context`: the model's
+        context window in tokens (0: not known); a reply asked longer than it is refused, as
+        OpenAI refuses one (context_length_exceeded)."""
         changes: dict[str, Any] = {}
         if self.temperature is not None:
             changes["temperature"] = self.temperature
         if self.top_p is not None:
             changes["top_p"] = self.top_p
-        limit = self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+        name = "max_completion_tokens" if self.max_completion_tokens is not None else "max_tokens"
+        limit = getattr(self, name)
         if limit is not None:
-            if limit < 1:
-                raise ApiError(400, f"max_tokens must be at least 1 (got {limit}).", param="max_tokens")
+            if not 1 <= limit <= MAX_TOKENS:
+                raise ApiError(400, f"{name} must be between 1 and {MAX_TOKENS} (got {limit}).", param=name)
+            if context and limit > context:
+                raise ApiError(400, f"{name} is {limit:,}, more than the model's context window of {context:,} tokens "
+                               "(the prompt and the reply share it); ask for fewer.", param=name,
+                               code="context_length_exceeded")
             changes["max_tokens"] = limit
         if self.stop is not None:
             changes["stop"] = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
         if self.seed is not None:
             changes["seed"] = self.seed
-        return replace(defaults, **changes)  # SamplingParams checks every value (InvalidRequest)
+        try:
+            return replace(defaults, **changes)  # SamplingParams checks every value
+        except InvalidRequest as exc:  # its message starts with the field's name
+            param = next((n for n in changes if exc.message.startswith(n + " ")), None)
+            raise ApiError(400, exc.message, param=param) from None
 
     def chat_messages(self, supports_images: bool, model: str) -> list[dict[str, Any]]:
         """Messages for gateway.chat: "developer" is a system message; images only for a vision model."""

@@ -262,8 +262,13 @@ class Gateway(EventIntake):
             raise InvalidRequest(f"Request id {request_id!r} is already in use by a running request.")
         return request_id
 
+    def context_length(self) -> int:
+        """The longest context (tokens, prompt and reply together) a worker here has reported; 0
+        until one is up."""
+        return max((w.context_length for w in self._pool.workers.values()), default=0)
+
     def _max_chars(self) -> int:
-        return char_limit(max((w.context_length for w in self._pool.workers.values()), default=0))
+        return char_limit(self.context_length())
 
     def _enqueue(self, entry: Entry, messages: tuple[Message, ...] = ()) -> RequestStream:
         unable = no_service(self._pool.workers.values())

@@ -10,17 +10,28 @@ from desktop.engine.mirror import WorkerMirror
 from desktop.errors import ContextOverflow, InvalidRequest, ModelLoadError, OmnideskError, WorkerCrashed
 from desktop.model.messages import first_unencodable, limit_words
 
+UNREACHABLE = "remote_unreachable"  # a remote worker's code while its server does not answer
+
 
 def no_service(workers: Iterable[WorkerMirror]) -> OmnideskError | None:
-    """None while some worker is up, loading or coming back; else why nothing can serve."""
+    """None while some worker is up, loading or coming back; else why nothing can serve: no model
+    (ModelLoadError, not retryable) when every worker either failed to load its model or is a
+    remote server that does not answer, else WorkerCrashed."""
     workers = list(workers)
     if any(w.can_serve for w in workers):
         return None
     if not workers:  # every worker was removed
         return WorkerCrashed("No worker is left to serve requests: every one was removed.")
-    if all(w.code == ModelLoadError.code for w in workers):
-        reasons = list(dict.fromkeys(w.message for w in workers if w.message))
-        return ModelLoadError(" ".join(reasons) or "The model could not be loaded.")
+    failed = [w for w in workers if w.code == ModelLoadError.code]
+    away = [w for w in workers if w.code == UNREACHABLE]
+    if failed and len(failed) + len(away) == len(workers):  # no model here; the servers do not answer
+        reasons = list(dict.fromkeys(w.message for w in failed if w.message))
+        text = f"No model is loaded: {' '.join(reasons) or 'the model could not be loaded.'}"
+        if away:
+            many = len(away) > 1
+            names = ", ".join(w.worker_id for w in away)
+            text += f" The remote worker{'s' if many else ''} {names} do{'' if many else 'es'} not answer either."
+        return ModelLoadError(text)
     parts = [f"worker {w.worker_id} stopped" + (f" ({w.message.rstrip('.')})" if w.message else "") for w in workers]
     return WorkerCrashed(f"No worker can serve now: {'; '.join(parts)}.")  # as create_session raises it
 

@@ -136,8 +136,8 @@ class SettingsDialog(QDialog):
             key = str(err["loc"][0]) if err["loc"] else ""
             self._refuse(key, _plain(key, err))
             return None
-        problem = self.model_page.problem()
-        if problem:
+        problem = self.model_page.problem() if new.model_source != self._current.model_source else None
+        if problem:  # (a path kept as it was is not checked again: other settings can still change)
             self._refuse("model_source", problem)
             return None
         return new

@@ -98,7 +98,8 @@ class ModelPage(Page):
                 "slots_per_worker": self.slots.value()}
 
     def problem(self) -> str | None:
-        """Why the chosen model path cannot be a model (checked on OK; the loader checks deeper)."""
+        """Why the chosen model path cannot be a model (checked on OK, so a working model is not
+        unloaded for a path that cannot load; the loader checks deeper)."""
         source = self.source()
         if not source or source in BUILTIN_SOURCES:
             return None
@@ -107,6 +108,9 @@ class ModelPage(Page):
             return "this path does not exist. Choose a model folder or a .gguf file."
         if path.is_file() and path.suffix.lower() != ".gguf" and path.name != "config.json":
             return f"“{path.name}” is not a .gguf file. Choose a .gguf file or a model folder."
+        if path.is_dir() and not (path / "config.json").is_file() and not any(path.glob("*.gguf")):
+            return ("this folder is not a model: it has no config.json (nor a .gguf file). "
+                    "Choose a Hugging Face model folder or a .gguf file.")
         return None
 
     def pick(self, folder: bool) -> None:

@@ -43,6 +43,10 @@ def test_bad_requests_are_400_and_say_what_is_wrong() -> None:
                 assert words in err["message"], (body, err)
                 assert err["type"] == "invalid_request_error"
             err = error_of(await s.client.post(CHAT, content=b"{not json", headers={"content-type": "application/json"}), 400)
+            assert err["message"] == ("The request body is not valid JSON (at character 1: "
+                                      "Expecting property name enclosed in double quotes).") and err["param"] is None
+            assert "must be a JSON object" in error_of(await s.client.post(CHAT, json=[user("x")]), 400)["message"]
+            assert "is empty" in error_of(await s.client.post(CHAT, headers={"content-type": "application/json"}), 400)["message"]
             image = {"role": "user", "content": [{"type": "text", "text": "What is this?"},
                                                   {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}
             err = error_of(await s.client.post(CHAT, json={"messages": [image]}), 400)
@@ -50,6 +54,45 @@ def test_bad_requests_are_400_and_say_what_is_wrong() -> None:
             assert s.gateway.stats()["requests"]["submitted"] == 0  # nothing bad reached the queue
             assert error_of(await s.client.get("/v1/nothing"), 404)["code"] == "not_found"
             assert error_of(await s.client.get(CHAT), 405)["code"] == "method_not_allowed"
+    run(main())
+
+
+def test_a_body_not_sent_as_json_says_so() -> None:
+    """`curl -d '{...}'` sends form-urlencoded: the body is not read as JSON (a web page could
+    otherwise post to the local API without the browser asking first); the error says how to send it."""
+    async def main() -> None:
+        async with served() as s:
+            body = b'{"messages": [{"role": "user", "content": "hi"}]}'
+            for headers, sent in [({"content-type": "application/x-www-form-urlencoded"}, "sent as application/x-www-form-urlencoded"),
+                                  ({}, "had no Content-Type")]:
+                err = error_of(await s.client.post(CHAT, content=body, headers=headers), 400)
+                assert "must be JSON sent with the header 'Content-Type: application/json'" in err["message"]
+                assert sent in err["message"] and err["param"] is None
+            assert s.gateway.stats()["requests"]["submitted"] == 0
+    run(main())
+
+
+def test_out_of_range_parameters_name_their_param_alike() -> None:
+    async def main() -> None:
+        async with served() as s:
+            context = s.gateway.context_length()
+            assert context > 0
+            for value in (0, 100_000_000):
+                err = error_of(await s.client.post(CHAT, json={"messages": [user("x")], "max_tokens": value}), 400)
+                assert err["message"] == f"max_tokens must be between 1 and 1000000 (got {value})."
+                assert err["param"] == "max_tokens"
+            err = error_of(await s.client.post(CHAT, json={"messages": [user("x")], "max_completion_tokens": 0}), 400)
+            assert err["param"] == "max_completion_tokens"
+            for name, value in [("temperature", 9), ("top_p", 0), ("seed", -1), ("stop", [""])]:
+                err = error_of(await s.client.post(CHAT, json={"messages": [user("x")], name: value}), 400)
+                assert err["param"] == name and err["message"].startswith(name), err
+            # more than the context window: refused as OpenAI does, before it reaches the queue
+            err = error_of(await s.client.post(CHAT, json={"messages": [user("x")], "max_tokens": context + 1}), 400)
+            assert err["code"] == "context_length_exceeded" and err["param"] == "max_tokens"
+            assert f"context window of {context:,} tokens" in err["message"]
+            assert s.gateway.stats()["requests"]["submitted"] == 0
+            r = await s.client.post(CHAT, json={"messages": [user("x")], "max_tokens": min(context, 4)})
+            assert r.status_code == 200, r.text
     run(main())
 
 

@@ -130,11 +130,12 @@ def test_invalid_device_is_refused_inline(make, qtbot, screenshot):
     assert sig.args[0].device == "cuda:0"
 
 
-@pytest.mark.parametrize("case", ["missing", "not-gguf", "empty"])
+@pytest.mark.parametrize("case", ["missing", "not-gguf", "empty", "not-model"])
 def test_bad_model_path_is_refused(make, qtbot, tmp_path, case):
     dlg = make()
     model = dlg.pages[0]
-    path = {"missing": str(tmp_path / "nowhere"), "not-gguf": str(tmp_path / "notes.txt"), "empty": ""}[case]
+    path = {"missing": str(tmp_path / "nowhere"), "not-gguf": str(tmp_path / "notes.txt"), "empty": "",
+            "not-model": str(tmp_path)}[case]
     (tmp_path / "notes.txt").write_text("hi")
     model.local.setChecked(True)
     model.path.setText(path)
@@ -142,7 +143,8 @@ def test_bad_model_path_is_refused(make, qtbot, tmp_path, case):
     with qtbot.assertNotEmitted(dlg.applied):
         press_ok(qtbot, dlg)
     assert dlg.isVisible() and dlg.error.isVisible() and dlg.error.text().startswith("Model:")
-    expected = {"missing": "this path does not exist", "not-gguf": "not a .gguf file", "empty": "choose the embedded default"}
+    expected = {"missing": "this path does not exist", "not-gguf": "not a .gguf file", "empty": "choose the embedded default",
+                "not-model": "it has no config.json"}
     assert expected[case] in dlg.error.text()
     assert dlg.tabs.currentWidget() is model and dlg.focusWidget() is model.path
 
@@ -151,14 +153,30 @@ def test_existing_model_folder_and_default_are_accepted(make, qtbot, tmp_path):
     dlg = make()
     model = dlg.pages[0]
     model.local.setChecked(True)
+    (tmp_path / "config.json").write_text("{}")
     model.path.setText(str(tmp_path))
     with qtbot.waitSignal(dlg.applied) as sig:
         qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
     assert sig.args[0].model_source == str(tmp_path) and dlg.isVisible()
+    gguf = tmp_path / "other"
+    gguf.mkdir()
+    (gguf / "m.gguf").write_bytes(b"GGUF")
+    model.path.setText(str(gguf))  # a folder with a .gguf file is a model too
+    with qtbot.waitSignal(dlg.applied) as sig:
+        qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
+    assert sig.args[0].model_source == str(gguf)
     model.builtin.setChecked(True)
     with qtbot.waitSignal(dlg.applied) as sig:
         press_ok(qtbot, dlg)
     assert sig.args[0].model_source == "default"
+
+
+def test_a_kept_bad_path_does_not_block_other_changes(make, qtbot, tmp_path):
+    dlg = make(Settings(model_source=str(tmp_path)))  # the folder is no model, but it is what runs now
+    dlg.pages[0].workers.setValue(2)
+    with qtbot.waitSignal(dlg.applied) as sig:
+        press_ok(qtbot, dlg)
+    assert sig.args[0].workers == 2
 
 
 def test_typing_a_path_selects_local_model(make, qtbot, tmp_path):

@@ -19,7 +19,7 @@ FRIENDLY = {
     "context_length_exceeded": "This conversation has grown too long for the model. Start a new "
                                "conversation, or edit an earlier message to branch off.",
     "shutdown": "The assistant was shutting down.",
-    "model_load": "The model could not be loaded. Check the model in Settings.",
+    "model_load": "No model is loaded, so nothing can answer. Choose a working model in Settings → Model.",
     "internal": "Something went wrong in Omnidesk while answering.",
 }
 

@@ -152,7 +152,7 @@ class RemoteHost(WorkerHost):
                 delay = self.backoff[0]
             except (Unreachable, asyncio.TimeoutError) as exc:
                 if self._up or first:
-                    self._go_down(str(exc) or "no answer in time", delay)
+                    self._go_down(str(exc) or "no answer in time")
             first = False
             self._poke.clear()
             try:
@@ -169,11 +169,16 @@ class RemoteHost(WorkerHost):
         log.info("Remote worker %s at %s is up (%s, %d slots)", self.worker_id, self.spec.url, self.info.name, self.info.slots)
         self._report(WorkerState.IDLE)
 
-    def _go_down(self, reason: str, retry_s: float) -> None:
+    def _go_down(self, reason: str) -> None:
+        """Reported once, on the first failed check: the text stays true while the wait between
+        checks grows (from backoff[0] to backoff[1])."""
         was_up, self._up = self._up, False
-        message = f"unreachable: {self.spec.url} does not answer ({reason}); checking again every {min(retry_s * 2, self.backoff[1]):.0f} s"
+        every = f"checking again at least every {self.backoff[1]:g} s"
+        message = f"unreachable: {self.spec.url} does not answer ({reason}); {every}"
         if was_up:
             log.warning("Remote worker %s went away: %s", self.worker_id, reason)
+        else:
+            log.warning("Remote worker %s at %s does not answer (%s); %s", self.worker_id, self.spec.url, reason, every)
         self._fail_all(UNREACHABLE, f"The remote worker at {self.spec.url} stopped answering ({reason}).", retryable=True)
         self.slots.reset(len(self.slots.slots))
         self._report(WorkerState.ERROR, message, UNREACHABLE)

@@ -3,13 +3,17 @@ remote-worker tests and bench/remote.py talk to, and a quick way for a user to s
 
     python -m desktop.workers.remote.llama_server [--model FILE.gguf] [--port N] [--ctx N] [--slots N] [--api-key K]
 
-prints one JSON line {"url": ...} once it listens, and serves until killed or its stdin closes."""
+prints one JSON line {"url": ...} once it listens, and serves until Ctrl-C or SIGTERM — or, when
+its stdin is a pipe (a parent such as LlamaServer), until that pipe closes. Run by hand, in the
+background too (`&`, nohup: stdin is /dev/null or the terminal), it keeps serving."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -87,9 +91,26 @@ def serve(model: str | None, port: int, ctx: int, slots: int, threads: int, api_
     server = xc.Server(p)
     print(json.dumps({"url": server.listening_address}), flush=True)
     try:
-        sys.stdin.read()  # until the parent closes it or goes away
+        wait_for_end()
     finally:
         del server
+
+
+def wait_for_end() -> None:
+    """Return when the server should stop: a parent's pipe on stdin closed (the parent ended or
+    went away), else Ctrl-C or SIGTERM. Never reads a terminal (a background job would stop)."""
+    try:
+        piped = stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):  # no stdin at all
+        piped = False
+    if piped:
+        sys.stdin.read()
+        return
+    ended = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: ended.set())
+    while not ended.wait(0.5):  # a timeout: the handlers run in this thread between waits
+        pass
 
 
 def main(argv: list[str] | None = None) -> None:
