@@ -122,6 +122,38 @@ def test_queued_request_is_listed_and_can_be_cancelled(comp, aloop, qtbot):
     aloop.run(scenario(), 60)
 
 
+def test_a_lone_running_reply_shows_its_slot_busy(comp, aloop, screenshot):
+    """While a reply streams, its slot is active (with its prompt's tokens) and counted in Busy
+    slots, though the gateway's mirror of the slots changes only when the reply ends."""
+    c = comp()
+    c.window.show_page("admin")
+    panel = c.window.admin
+
+    async def scenario() -> None:
+        msgs = [Message("user", "Hello there")]
+        await chat(c.proxy, msgs)  # slot holds a finished conversation: idle, with its hash
+        long = c.proxy.chat([Message("user", "Tell me a long story")], SamplingParams(max_tokens=4000, ignore_eos=True))
+        event = await long.__anext__()
+        while not isinstance(event, ChunkEvent):
+            event = await long.__anext__()
+        c.window.refresh()
+        worker = cells(panel.workers_view, 0)
+        assert worker[1] == "busy" and worker[3] == "1 / 4" and worker[4] == "1 / 4", worker
+        rows = [cells(panel.slots_view, r) for r in range(panel.slots.rowCount())]
+        active = [r for r in rows if r[2] == "active"]
+        assert len(active) == 1 and [r[2] for r in rows].count("idle") == 1, rows
+        assert active[0][4] == "1" and int(active[0][5]) > 0 and active[0][7] == "just now", active
+        c.window.resize(1100, 720)
+        screenshot(c.window, "admin_running_reply")
+        await long.aclose()
+        await asyncio.sleep(0.3)
+        c.window.refresh()
+        assert cells(panel.workers_view, 0)[4] == "0 / 4"
+        assert "active" not in [cells(panel.slots_view, r)[2] for r in range(panel.slots.rowCount())]
+
+    aloop.run(scenario(), 60)
+
+
 def test_formatting_helpers():
     assert [ago(None), ago(0.2), ago(3.4), ago(125), ago(7200)] == [
         "—", "just now", "3 s ago", "2 min ago", "2 h ago"]
