@@ -154,6 +154,42 @@ def test_a_lone_running_reply_shows_its_slot_busy(comp, aloop, screenshot):
     aloop.run(scenario(), 60)
 
 
+def test_the_slots_table_gets_the_room_at_any_window_size(comp, qtbot, screenshot):
+    """At the page size of the window's minimum (953x470 under X) the page scrolls rather than
+    squash the slots table below four rows, and the empty queue stays small; in a big window the
+    slots table takes the room."""
+    from desktop.ui.admin.panel import AdminPanel
+    from desktop.ui.theme import WINDOW_CSS
+
+    c = comp()
+    window = c.window
+    window.show_page("admin")
+    window.resize(1600, 1000)
+    window.refresh()
+    qtbot.wait(50)
+    big = window.admin
+    screenshot(window, "admin_large")
+    small = AdminPanel()  # the page as a 953x470 window shows it: less the sidebar, menu and status bar
+    qtbot.addWidget(small)
+    small.setStyleSheet(WINDOW_CSS)
+    small.show_snapshot(c.snapshot())
+    small.resize(953 - 172, 470 - 45)
+    small.show()
+    qtbot.waitExposed(small)
+    screenshot(small, "admin_min_size")
+    for panel in (big, small):
+        row_h = panel.slots_view.verticalHeader().defaultSectionSize()
+        assert panel.slots.rowCount() == 4
+        assert panel.slots_view.viewport().height() >= 4 * row_h  # every slot row in sight
+        assert not panel.slots_view.verticalScrollBar().isVisible()
+        assert panel.queue_view.viewport().height() <= 2 * row_h + 4  # empty: two rows' height
+    assert big.slots_view.height() > 6 * big.queue_view.height() // 2  # the big window's room went to the slots
+    assert not big.scroll.verticalScrollBar().isVisible()
+    bar = small.scroll.verticalScrollBar()
+    assert bar.isVisible() and bar.maximum() > 0  # the short page scrolls, up and down only
+    assert not small.scroll.horizontalScrollBar().isVisible()
+
+
 def test_formatting_helpers():
     assert [ago(None), ago(0.2), ago(3.4), ago(125), ago(7200)] == [
         "—", "just now", "3 s ago", "2 min ago", "2 h ago"]
