@@ -73,6 +73,7 @@ class Composition(QObject):
         self.chat_page: QWidget | None = None
         self.store: Any = None
         self.settings_dialog: QDialog | None = None
+        self._settings_page: str | None = None  # the settings page last looked at (this run)
         self.voice: Any = None  # desktop.engine.voice.Voice, built with the chat page
         self.call_page: Any = None  # desktop.ui.call.page.CallPage
         self.recordings_page: QWidget | None = None  # desktop.ui.recordings.RecordingsPage
@@ -102,6 +103,7 @@ class Composition(QObject):
         self.recordings_page = self._make_recordings_page()
         if self.recordings_page is not None:
             window.set_recordings_page(self.recordings_page)
+            self.recordings_page.settings_page_requested.connect(self.open_settings)
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self._boot_task = self.spawn(self._boot())
@@ -282,22 +284,26 @@ class Composition(QObject):
             self._show_model(new.model_spec())
         self.window.refresh()
 
-    def open_settings(self) -> None:
-        """Ctrl+,: the settings dialog (non-blocking; a second call raises the open one)."""
+    def open_settings(self, page: str | None = None) -> None:
+        """Ctrl+,: the settings dialog (non-blocking; a second call raises the open one), on `page`
+        (a page title, e.g. "Recording") or else on the page last looked at in this run."""
         from desktop.ui.settings_dialog import SettingsDialog
 
         if self.settings_dialog is None:
             dialog = self.settings_dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices(),
-                                                           api_status=self.api.status)
+                                                           api_status=self.api.status, page=page or self._settings_page)
             dialog.applied.connect(lambda new: self.spawn(self.apply_settings(new)))
             self.api_status.connect(dialog.show_api_status)
             dialog.finished.connect(self._settings_closed)
             dialog.open()
+        elif page:
+            self.settings_dialog.show_page(page)
         self.settings_dialog.raise_()
         self.settings_dialog.activateWindow()
 
     def _settings_closed(self) -> None:
         if self.settings_dialog is not None:
+            self._settings_page = self.settings_dialog.current_page()
             self.api_status.disconnect(self.settings_dialog.show_api_status)
             self.settings_dialog.deleteLater()
         self.settings_dialog = None

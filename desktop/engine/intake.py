@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from desktop.engine.health import no_service
 from desktop.protocol import (
-    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, TokenStats,
+    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
+    TokenStats,
 )
 from desktop.engine.pool import Entry
 from desktop.engine.streams import Request
@@ -56,6 +57,8 @@ class EventIntake:
             return
         if isinstance(event, ChunkEvent):
             req.chunks.append(event.text_delta)
+        elif isinstance(event, PrefillDone):
+            self._pool.started(event.request_id, event.slot, event.input_tokens)
         if isinstance(event, TERMINAL):
             self._end(req, event)
         else:

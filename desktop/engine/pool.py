@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 from desktop.engine.eta import ServiceTimes, Waits
 from desktop.engine.mirror import IN_USE, Duplex, Route, WorkerMirror
-from desktop.protocol import Command, CreateSession, SlotInfo
+from desktop.protocol import Chat, Command, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.protocol import WorkerState, WorkerStatus
 
@@ -36,6 +36,8 @@ class Entry:
     route: Route | None = None  # why it went there (the worker picks the slot itself)
     dispatched: float = 0.0
     waited_ms: float = 0.0
+    slot: int = -1  # the slot its worker said it runs in (PrefillDone), -1 until then
+    prompt_tokens: int = 0  # the prompt's tokens now in that slot's KV (PrefillDone)
 
 
 class Pool:
@@ -77,14 +79,35 @@ class Pool:
 
     def worker_stats(self) -> list[dict]:
         """Each worker's state, capacity in use and slot mirror, for the admin panel. A slot is
-        in use when the worker's last snapshot said so."""
-        return [{
-            "id": m.worker_id, "state": m.duplex.value if m.up and m.duplex else m.state.value,
-            "capacity": m.capacity, "in_flight": len(m.running), "calls": len(m.calls),
-            "slots": [{"index": s.index, "in_use": s.state in IN_USE, "session_id": s.session_id,
-                       "tokens": s.tokens, "hashes": len(s.hashes), "last_used": m.used_at.get(s.index, 0.0)}
-                      for s in m.slots],
-        } for m in self.workers.values()]
+        in use when the worker's last snapshot said so; `running` is what runs in it now, as its
+        PrefillDone said (the mirror itself changes only when a request ends), else None."""
+        out = []
+        for m in self.workers.values():
+            runs = self._runs_in_slots(m.worker_id)
+            out.append({
+                "id": m.worker_id, "state": m.duplex.value if m.up and m.duplex else m.state.value,
+                "capacity": m.capacity, "in_flight": len(m.running), "calls": len(m.calls),
+                "slots": [{"index": s.index, "in_use": s.state in IN_USE, "session_id": s.session_id,
+                           "tokens": s.tokens, "hashes": len(s.hashes), "last_used": m.used_at.get(s.index, 0.0),
+                           "running": runs.get(s.index)} for s in m.slots],
+            })
+        return out
+
+    def _runs_in_slots(self, worker_id: str) -> dict[int, dict]:
+        """Slot → the request running in it on this worker: its id, the messages a chat sent (None
+        for a session's command), the prompt tokens in the KV and the first 8 hex digits of its
+        history hash ('' for none)."""
+        return {e.slot: {"request_id": e.request_id,
+                         "messages": len(e.cmd.messages) if isinstance(e.cmd, Chat) else None,
+                         "tokens": e.prompt_tokens, "history": e.history[:4].hex()}
+                for e in self.running(worker_id) if e.slot >= 0}
+
+    def started(self, request_id: str, slot: int, prompt_tokens: int) -> None:
+        """A running request's prefill is done: it runs in `slot` with `prompt_tokens` in its KV
+        (shown by worker_stats until it ends; routing reads only the mirror)."""
+        entry = self._running.get(request_id)
+        if entry is not None:
+            entry.slot, entry.prompt_tokens = slot, prompt_tokens
 
     def queue_stats(self) -> dict:
         """Queue length, p50/p95 wait, the ETAs given and the service-time average behind them."""

@@ -3,6 +3,7 @@ validated as one pydantic Settings on OK/Apply; a refused value is named inline 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic import ValidationError
@@ -16,12 +17,14 @@ from desktop.ui.settings_form import Page, hint
 from desktop.ui.settings_pages import ApiPage, AudioPage, CachePage, ModelPage, RecordingPage, SamplingPage
 from desktop.ui.settings_remote import RemotePage
 
+log = logging.getLogger(__name__)
 RELOAD_NOTE = "Changing the model, device, workers or cache reloads the model."
 ERROR_STYLE = "color: #d32f2f; font-weight: 600;"
 
 
 class SettingsDialog(QDialog):
-    """Edit a Settings. Open it with open() (never exec() under qasync) and listen to `applied`.
+    """Edit a Settings. Open it with open() (never exec() under qasync) and listen to `applied`;
+    `page` names the page (its tab's title) to open on, else the first (Model).
 
     `applied(Settings)` is emitted on OK or Apply when the validated settings differ from those in
     effect; `result_settings()` gives the accepted settings after OK (None before OK or on Cancel)."""
@@ -29,7 +32,7 @@ class SettingsDialog(QDialog):
     applied = Signal(object)
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 sound_devices: list[str] | None = None, api_status: Any = None) -> None:
+                 sound_devices: list[str] | None = None, api_status: Any = None, page: str | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._current = settings  # what is in effect: the initial settings, then the last applied
@@ -43,9 +46,9 @@ class SettingsDialog(QDialog):
         ]
         layout = QVBoxLayout(self)  # children in visual order: the focus chain follows it
         self.tabs = QTabWidget(self)
-        for page in self.pages:
-            self.tabs.addTab(page, page.title)
-            page.changed.connect(self._changed)
+        for form in self.pages:
+            self.tabs.addTab(form, form.title)
+            form.changed.connect(self._changed)
         layout.addWidget(self.tabs, 1)
 
         buttons = QDialogButtonBox.StandardButton
@@ -79,8 +82,24 @@ class SettingsDialog(QDialog):
         self.setMinimumSize(size)
         self.resize(size)
         self._changed()
+        if page:
+            self.show_page(page)
 
     # public API
+
+    def show_page(self, title: str) -> bool:
+        """Bring the page with this title ("Model", "Recording", …) to the front; False (and the
+        page shown stays) when there is none."""
+        for i, page in enumerate(self.pages):
+            if page.title == title:
+                self.tabs.setCurrentIndex(i)
+                return True
+        log.warning("The settings dialog has no page %r", title)
+        return False
+
+    def current_page(self) -> str:
+        """The title of the page in front."""
+        return self.pages[self.tabs.currentIndex()].title
 
     def result_settings(self) -> Settings | None:
         """The settings accepted with OK; None while the dialog is open or after Cancel."""

@@ -4,6 +4,7 @@ worker picks the slot, and the gateway's mirror learns it only from what the wor
 
 from __future__ import annotations
 
+from desktop.model.messages import history_hash
 from desktop.protocol import Done, PrefillDone
 from fake_host import FakeHost
 from gw_helpers import bot, collect, gateway, run, settle, terminal, turn, user
@@ -169,6 +170,30 @@ def test_dispatch_leaves_the_mirror_until_the_worker_reports() -> None:
             host.finish(s2.request_id, "a2")
             assert terminal(await collect(s2)).stats.kind == "extend"
             assert [v[0] for v in slot_view(gw)] == [False, False, False] and slot_view(gw)[0][1] == 4
+    run(main())
+
+
+def test_stats_show_what_runs_in_a_slot_from_its_prefill_until_its_end() -> None:
+    """The mirror changes only on a Done; stats()' `running` names the request a slot runs now,
+    from the slot its PrefillDone named (the admin panel shows it busy), and is gone at its end."""
+    async def main() -> None:
+        host = FakeHost("w1", capacity=2, num_slots=3)
+        async with gateway(host) as gw:
+            a = [user("A")]
+            await turn(gw, (host,), a, "a")
+            history = a + [bot("a")]
+            s2 = gw.chat(history + [user("A2")])
+            await settle()
+            slot = host.active[s2.request_id].slot
+            slots = gw.stats()["workers"][0]["slots"]
+            assert [s["running"] is not None for s in slots] == [i == slot for i in range(3)]
+            run_ = slots[slot]["running"]
+            assert run_["request_id"] == s2.request_id and run_["messages"] == 3 and run_["tokens"] == 10
+            assert run_["history"] == history_hash(history + [user("A2")])[:4].hex()
+            assert slot_view(gw) == [(False, 2, 20), (False, 0, 0), (False, 0, 0)]  # the mirror waits for the Done
+            host.finish(s2.request_id, "a2")
+            await collect(s2)
+            assert all(s["running"] is None for s in gw.stats()["workers"][0]["slots"])
     run(main())
 
 

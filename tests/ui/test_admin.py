@@ -122,6 +122,74 @@ def test_queued_request_is_listed_and_can_be_cancelled(comp, aloop, qtbot):
     aloop.run(scenario(), 60)
 
 
+def test_a_lone_running_reply_shows_its_slot_busy(comp, aloop, screenshot):
+    """While a reply streams, its slot is active (with its prompt's tokens) and counted in Busy
+    slots, though the gateway's mirror of the slots changes only when the reply ends."""
+    c = comp()
+    c.window.show_page("admin")
+    panel = c.window.admin
+
+    async def scenario() -> None:
+        msgs = [Message("user", "Hello there")]
+        await chat(c.proxy, msgs)  # slot holds a finished conversation: idle, with its hash
+        long = c.proxy.chat([Message("user", "Tell me a long story")], SamplingParams(max_tokens=4000, ignore_eos=True))
+        event = await long.__anext__()
+        while not isinstance(event, ChunkEvent):
+            event = await long.__anext__()
+        c.window.refresh()
+        worker = cells(panel.workers_view, 0)
+        assert worker[1] == "busy" and worker[3] == "1 / 4" and worker[4] == "1 / 4", worker
+        rows = [cells(panel.slots_view, r) for r in range(panel.slots.rowCount())]
+        active = [r for r in rows if r[2] == "active"]
+        assert len(active) == 1 and [r[2] for r in rows].count("idle") == 1, rows
+        assert active[0][4] == "1" and int(active[0][5]) > 0 and active[0][7] == "just now", active
+        c.window.resize(1100, 720)
+        screenshot(c.window, "admin_running_reply")
+        await long.aclose()
+        await asyncio.sleep(0.3)
+        c.window.refresh()
+        assert cells(panel.workers_view, 0)[4] == "0 / 4"
+        assert "active" not in [cells(panel.slots_view, r)[2] for r in range(panel.slots.rowCount())]
+
+    aloop.run(scenario(), 60)
+
+
+def test_the_slots_table_gets_the_room_at_any_window_size(comp, qtbot, screenshot):
+    """At the page size of the window's minimum (953x470 under X) the page scrolls rather than
+    squash the slots table below four rows, and the empty queue stays small; in a big window the
+    slots table takes the room."""
+    from desktop.ui.admin.panel import AdminPanel
+    from desktop.ui.theme import WINDOW_CSS
+
+    c = comp()
+    window = c.window
+    window.show_page("admin")
+    window.resize(1600, 1000)
+    window.refresh()
+    qtbot.wait(50)
+    big = window.admin
+    screenshot(window, "admin_large")
+    small = AdminPanel()  # the page as a 953x470 window shows it: less the sidebar, menu and status bar
+    qtbot.addWidget(small)
+    small.setStyleSheet(WINDOW_CSS)
+    small.show_snapshot(c.snapshot())
+    small.resize(953 - 172, 470 - 45)
+    small.show()
+    qtbot.waitExposed(small)
+    screenshot(small, "admin_min_size")
+    for panel in (big, small):
+        row_h = panel.slots_view.verticalHeader().defaultSectionSize()
+        assert panel.slots.rowCount() == 4
+        assert panel.slots_view.viewport().height() >= 4 * row_h  # every slot row in sight
+        assert not panel.slots_view.verticalScrollBar().isVisible()
+        assert panel.queue_view.viewport().height() <= 2 * row_h + 4  # empty: two rows' height
+    assert big.slots_view.height() > 6 * big.queue_view.height() // 2  # the big window's room went to the slots
+    assert not big.scroll.verticalScrollBar().isVisible()
+    bar = small.scroll.verticalScrollBar()
+    assert bar.isVisible() and bar.maximum() > 0  # the short page scrolls, up and down only
+    assert not small.scroll.horizontalScrollBar().isVisible()
+
+
 def test_formatting_helpers():
     assert [ago(None), ago(0.2), ago(3.4), ago(125), ago(7200)] == [
         "—", "just now", "3 s ago", "2 min ago", "2 h ago"]

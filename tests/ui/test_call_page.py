@@ -167,6 +167,37 @@ def test_no_microphone_disables_start_with_the_reason(make_page, aloop, screensh
     assert page.notice.text == "" and page.transcript.placeholderText().startswith("Start a call")
 
 
+def test_at_the_windows_minimum_size_the_hint_wraps_and_the_metrics_fit(make_page, qtbot, screenshot):
+    """The page as a 953x470 window shows it (less sidebar, menu and status bar): the no-microphone
+    hint wraps and is whole in sight; the turn-metrics columns fit without a sideways scroll bar,
+    each wide enough for its header and cells."""
+    page = make_page(Owner(mic=NO_MIC))
+    page.resize(953 - 172, 470 - 45)
+    page.metrics.add(metrics(12, speech_end_t=10.0, first_audio_t=11.234, asr_ms=1640.0, ttft_ms=195.0,
+                             cached_tokens=12_345, new_tokens=41, kv_tokens=12_386, first_token_t=10.5,
+                             underruns=3, drift_ms=120.0, heard="The capital"))
+    qtbot.wait(50)
+    hint, view = page.transcript.hint, page.transcript.viewport()
+    line = hint.fontMetrics().height()
+    assert hint.isVisible() and hint.text().startswith("Calls need a microphone") and hint.text().endswith("(Ctrl+,).")
+    assert hint.wordWrap() and hint.height() >= hint.heightForWidth(hint.width()) >= 2 * line  # wrapped, all of it
+    assert hint.geometry().right() < view.width() and hint.geometry().bottom() < view.height()
+    table = page.table
+    assert not table.horizontalScrollBar().isVisible()
+    header = table.horizontalHeader()
+    assert sum(header.sectionSize(c) for c in range(header.count())) <= table.viewport().width()
+    assert all(header.sectionSize(c) >= w for c, w in enumerate(table.natural_widths()))
+    screenshot(page, "call_min_size")
+    page.transcript.log.user("Hello")
+    page.transcript.refresh()
+    assert not hint.isVisible()  # the transcript's own text replaces it
+    page.resize(1600, 1000)
+    qtbot.wait(50)
+    widths = [header.sectionSize(c) for c in range(header.count())]
+    assert sum(widths) >= table.viewport().width() - 1 and max(widths) - min(widths) < 200  # the room shared out
+    screenshot(page, "call_large")
+
+
 def test_a_call_with_turns_and_a_barge_in(make_page, aloop, screenshot):
     owner = Owner()
     page = make_page(owner)

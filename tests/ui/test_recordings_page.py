@@ -198,14 +198,14 @@ def test_empty_state(qtbot, tmp_path, screenshot):
     page = RecordingsPage(lambda: tmp_path / "none-yet")
     qtbot.addWidget(page)
     page.resize(1000, 600)
-    asked: list[bool] = []
-    page.settings_requested.connect(lambda: asked.append(True))
+    asked: list[str] = []
+    page.settings_page_requested.connect(asked.append)
     page.show()
     qtbot.waitUntil(lambda: page.list.stack.currentIndex() == 1)
     assert page.list.empty.isVisible() and "every call is kept" in page.list.empty.body.text()
     screenshot(page, "recordings_empty")
     page.list.empty.button.click()
-    assert asked == [True]
+    assert asked == ["Recording"]
     sample_chat(tmp_path / "none-yet")
     page.list.refresh()  # F5; the page also rescans whenever it is shown
     qtbot.waitUntil(lambda: page.list.stack.currentIndex() == 0)
@@ -220,10 +220,49 @@ def test_main_window_takes_the_recordings_page(qtbot, root):
     assert window.pages["recordings"] is page and window.stack.currentWidget() is page
     page.status.emit("Deleted it")
     assert window.status.toolTip() == "Deleted it"
-    asked: list[bool] = []
-    window.settings_requested.connect(lambda: asked.append(True))
-    page.settings_requested.emit()
-    assert asked == [True]
+
+
+@pytest.fixture
+def make_comp(tmp_path, monkeypatch, qapp, aloop):
+    from desktop.composition import Composition
+
+    for name in ("CONFIG", "DATA", "LOG"):
+        monkeypatch.setenv(f"OMNIDESK_{name}_DIR", str(tmp_path / name.lower()))
+    made: list[Composition] = []
+
+    def make() -> Composition:
+        comp = Composition(qapp, Settings(model_source="tiny"), settings_path=tmp_path / "settings.json")
+        comp.start()
+        made.append(comp)
+        aloop.run(comp.wait_ready(60))  # before any qtbot wait
+        return comp
+
+    yield make
+    for comp in made:
+        aloop.run(comp.shutdown(), 30)
+
+
+def test_recording_settings_opens_the_recording_page_of_settings(make_comp, qtbot, screenshot):
+    """The empty page's "Recording settings…" opens Settings on its Recording page (also when the
+    dialog is open already); Ctrl+, without a page opens it where the user last left it."""
+    comp = make_comp()
+    window, page = comp.window, comp.recordings_page
+    window.show_page("recordings")
+    qtbot.waitUntil(lambda: page.list.stack.currentIndex() == 1)  # no recordings yet
+    qtbot.mouseClick(page.list.empty.button, Qt.MouseButton.LeftButton)
+    dialog = comp.settings_dialog
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.current_page() == "Recording" and dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Recording"
+    screenshot(dialog, "settings_from_recordings")
+    dialog.tabs.setCurrentIndex(dialog.tabs.indexOf(dialog.model_page))
+    qtbot.mouseClick(page.list.empty.button, Qt.MouseButton.LeftButton)  # open already: it turns to the page
+    assert comp.settings_dialog is dialog and dialog.current_page() == "Recording"
+    dialog.show_page("Sampling")
+    dialog.reject()
+    assert comp.settings_dialog is None
+    window.settings_requested.emit()  # Ctrl+,
+    assert comp.settings_dialog is not None and comp.settings_dialog.current_page() == "Sampling"
+    comp.settings_dialog.reject()
 
 
 def test_enter_opens_the_selected_recording_and_esc_comes_back(qtbot, root):

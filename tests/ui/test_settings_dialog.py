@@ -33,6 +33,18 @@ def press_ok(qtbot, dlg: SettingsDialog) -> None:
     qtbot.mouseClick(dlg.ok_button, Qt.MouseButton.LeftButton)
 
 
+def test_opens_on_the_page_asked_for(qtbot):
+    dlg = SettingsDialog(Settings(), sound_devices=DEVICES, page="Recording")
+    qtbot.addWidget(dlg)
+    assert dlg.current_page() == "Recording" and dlg.tabs.currentWidget().title == "Recording"
+    assert dlg.show_page(dlg.pages[5].title)
+    assert dlg.tabs.currentIndex() == 5
+    assert not dlg.show_page("No such page") and dlg.tabs.currentIndex() == 5
+    plain = SettingsDialog(Settings(), sound_devices=DEVICES)
+    qtbot.addWidget(plain)
+    assert plain.current_page() == "Model"
+
+
 def test_shows_current_values(make, tmp_path):
     s = Settings(model_source=str(tmp_path), device="cuda:1", dtype="bfloat16", workers=3, slots_per_worker=6,
                  cache_mode="spc", cache_min_tokens=250, kv_budget_mb=512, temperature=1.25, top_p=0.5,

@@ -129,26 +129,35 @@ class EngineMonitor:
             elif state == "error" and status is not None and status.code == UNREACHABLE:
                 state = "unreachable"  # a remote worker's server does not answer (it comes back when it does)
             message = status.message if status is not None and status.state.value == w["state"] else ""
-            used = sum(1 for s in w["slots"] if s["in_use"])
+            used = sum(1 for s in w["slots"] if s["in_use"] or s.get("running"))
             workers.append(WorkerRow(w["id"], state, status.device if status else "—", w["in_flight"],
                                      w["capacity"], used, len(w["slots"]), w.get("sessions", 0), message))
             known = {s.index: s for s in self._slots.get(w["id"], ())}
-            for s in w["slots"]:
-                info = known.get(s["index"])
-                if s["in_use"]:
-                    slot_state = "active"
-                elif s["session_id"]:
-                    slot_state = "session"
-                elif info is not None and info.state not in ("busy",):
-                    slot_state = info.state
-                else:
-                    slot_state = "idle" if s["tokens"] else "empty"
-                hashes = info.hashes if info is not None else ()
-                idle = now - s["last_used"] if s["last_used"] else None
-                slots.append(SlotRow(w["id"], s["index"], slot_state, hashes[-1][:4].hex() if hashes else "",
-                                     s["hashes"], s["tokens"], idle, info.kv_bytes if info is not None and info.kv_bytes else None))
+            slots += [_slot_row(w["id"], s, known.get(s["index"]), now) for s in w["slots"]]
         return Snapshot(workers, slots, queue_rows(gateway, stats, now), self.counters(), stats["requests"],
                         stats["routing"], stats["cache"], stats["queue"], stats.get("origins", {}))
+
+
+def _slot_row(worker: str, s: dict, info: SlotInfo | None, now: float) -> SlotRow:
+    """One row of the slots table: the gateway's mirror of slot `s` with the tap's last snapshot
+    of it (`info`: its hashes, KV memory), or, while a request runs in it, that request's view."""
+    run = s.get("running")
+    if run:  # its conversation and prompt, until its Done brings the worker's own snapshot
+        if run["messages"] is None:  # a session's command: the session's slot, grown by its prompt
+            return SlotRow(worker, s["index"], "active", "", s["hashes"], max(run["tokens"], s["tokens"]), 0.0, None)
+        return SlotRow(worker, s["index"], "active", run["history"], run["messages"], run["tokens"], 0.0, None)
+    if s["in_use"]:
+        state = "active"
+    elif s["session_id"]:
+        state = "session"
+    elif info is not None and info.state not in ("busy",):
+        state = info.state
+    else:
+        state = "idle" if s["tokens"] else "empty"
+    hashes = info.hashes if info is not None else ()
+    idle = now - s["last_used"] if s["last_used"] else None
+    return SlotRow(worker, s["index"], state, hashes[-1][:4].hex() if hashes else "", s["hashes"], s["tokens"],
+                   idle, info.kv_bytes if info is not None and info.kv_bytes else None)
 
 
 def queue_rows(gateway: Any, stats: dict, now: float) -> list[QueueRow]:

@@ -8,9 +8,9 @@ import logging
 from typing import Awaitable, Callable
 
 from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QMenu, QPushButton, QTableView,
-    QVBoxLayout, QWidget,
+    QFrame, QHBoxLayout, QLabel, QMenu, QPushButton, QScrollArea, QTableView, QVBoxLayout, QWidget,
 )
 
 from desktop.errors import OmnideskError
@@ -58,7 +58,8 @@ class AdminPanel(QWidget):
         queue_head.addWidget(_section("Queue"))
         queue_head.addStretch(1)
         queue_head.addWidget(self.cancel_button)
-        layout = QVBoxLayout(self)
+        body = QWidget()  # in a scroll area: a short window scrolls the page instead of squashing a table
+        layout = QVBoxLayout(body)
         layout.setContentsMargins(18, 14, 18, 10)
         head = QHBoxLayout()
         head.addWidget(title)
@@ -70,10 +71,19 @@ class AdminPanel(QWidget):
         layout.addWidget(_section("Workers"))
         layout.addWidget(self.workers_view)
         layout.addWidget(_section("KV slots"))
-        layout.addWidget(self.slots_view, 3)
+        layout.addWidget(self.slots_view, 1)  # the slots get the room; the other tables are as tall as their rows
         layout.addLayout(queue_head)
-        layout.addWidget(self.queue_view, 1)
-        self._fit(self.workers_view, 1)
+        layout.addWidget(self.queue_view)
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidget(body)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # the page fits any window's width
+        self.scroll.viewport().setBackgroundRole(QPalette.ColorRole.Window)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.scroll)
+        self._fit_tables(1, 0, 0)
 
     # ------------------------------------------------------------------ data
 
@@ -84,8 +94,7 @@ class AdminPanel(QWidget):
                 model.set_rows([])
             return
         selected = self.selected_request()
-        if len(snap.workers) != self.workers.rowCount():
-            self._fit(self.workers_view, len(snap.workers))
+        self._fit_tables(len(snap.workers), len(snap.slots), len(snap.queue))
         self.workers.set_rows(snap.workers)
         self.slots.set_rows(snap.slots)
         self.queue.set_rows(snap.queue)
@@ -97,11 +106,12 @@ class AdminPanel(QWidget):
                           if q else "")
         self._selection_changed()
 
-    @staticmethod
-    def _fit(view: QTableView, rows: int) -> None:
-        """The workers table is as tall as its rows (1–6), leaving the room to the slots."""
-        rows_h = view.verticalHeader().defaultSectionSize() * min(max(rows, 1), 6)
-        view.setFixedHeight(view.horizontalHeader().sizeHint().height() + rows_h + 2 * view.frameWidth() + 2)
+    def _fit_tables(self, workers: int, slots: int, queue: int) -> None:
+        """The workers and queue tables are as tall as their rows (the empty queue: two rows'
+        height); the slots table shows at least four rows (or all it has) and takes the rest."""
+        _fit(self.workers_view, workers, 1, 6)
+        _fit(self.slots_view, slots, 2, 4, grow=True)
+        _fit(self.queue_view, queue, 2, 6)
 
     def selected_request(self) -> str | None:
         rows = self.queue_view.selectionModel().selectedRows()
@@ -141,6 +151,18 @@ class AdminPanel(QWidget):
 
     def _selection_changed(self, *_: object) -> None:
         self.cancel_button.setEnabled(self._cancel is not None and self.selected_request() is not None)
+
+
+def _fit(view: QTableView, rows: int, least: int, most: int, *, grow: bool = False) -> None:
+    """Make a table as tall as its rows (`least` to `most` of them; more scroll inside it), or
+    with `grow` at least that tall and free to take the room the page has."""
+    shown = min(max(rows, least), most)
+    height = view.horizontalHeader().sizeHint().height() + view.verticalHeader().defaultSectionSize() * shown
+    height += 2 * view.frameWidth() + 2
+    if grow:
+        view.setMinimumHeight(height)
+    else:
+        view.setFixedHeight(height)
 
 
 def _table(model: RowsModel) -> QTableView:

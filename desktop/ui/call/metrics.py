@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableView, QWidget
 
@@ -43,6 +43,7 @@ COLUMNS: tuple[tuple[str, str, Callable[[TurnMetrics], str]], ...] = (
 )
 
 
+CELL_PAD = 22  # TABLE_CSS pads a cell 8 px each side; the rest is air, so a number never touches the next
 TABLE_CSS = """
 QHeaderView::section { padding: 4px 8px; border: none; border-bottom: 1px solid palette(mid);
                        background: palette(button); font-weight: bold; }
@@ -108,7 +109,10 @@ class MetricsModel(QAbstractTableModel):
 
 
 class MetricsTable(QTableView):
-    """A read-only view of a MetricsModel that keeps the newest turn in sight."""
+    """A read-only view of a MetricsModel that keeps the newest turn in sight. Each column is as
+    wide as its header and its widest cell (measured here: the padding and bold header of
+    TABLE_CSS are not in Qt's size hints, so contents-sized columns were elided), and the room
+    left over is shared out evenly; only when even that does not fit does the table scroll sideways."""
 
     def __init__(self, model: MetricsModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -118,16 +122,43 @@ class MetricsTable(QTableView):
         read_only_style(self, self.fontMetrics().height() + 8)
         self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        # Fixed widths for the two widest texts (contents-sized, they were elided): the padding and
-        # bold header of TABLE_CSS are not in Qt's size hints.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        header.setMinimumSectionSize(1)
         bold = QFont(self.font())
         bold.setBold(True)
-        widths = (self.fontMetrics().horizontalAdvance("888 · cut"), QFontMetrics(bold).horizontalAdvance(COLUMNS[1][0]))
-        for column, width in enumerate(widths):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
-            self.setColumnWidth(column, width + 32)
-        # narrow: the numbers scroll sideways rather than being elided ("7…")
-        header.setMinimumSectionSize(max(QFontMetrics(bold).horizontalAdvance(c[0]) for c in COLUMNS[2:]) + 32)
+        self._least = [QFontMetrics(bold).horizontalAdvance(title) for title, _, _ in COLUMNS]
+        self._least[0] = max(self._least[0], self.fontMetrics().horizontalAdvance("888 · cut"))
+        self._widths = list(self._least)
         self.setAccessibleName("Turn metrics")
+        model.rowsInserted.connect(lambda _, first, last: self._measure(first, last))
         model.rowsInserted.connect(lambda *_: self.scrollToBottom())
+        model.dataChanged.connect(lambda top, bottom, *_: self._measure(top.row(), bottom.row()))
+        model.modelReset.connect(self._reset)
+        self._fit()
+
+    def natural_widths(self) -> list[int]:
+        """Each column's width for its header and widest cell, padding included."""
+        return [w + CELL_PAD for w in self._widths]
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:  # the window, or a vertical scroll bar came or went
+            self._fit()
+        return super().viewportEvent(event)
+
+    def _measure(self, first: int, last: int) -> None:
+        model, metrics = self.model(), self.fontMetrics()
+        for row in range(first, last + 1):
+            for column in range(len(COLUMNS)):
+                self._widths[column] = max(self._widths[column], metrics.horizontalAdvance(model.text(row, column)))
+        self._fit()
+
+    def _reset(self) -> None:
+        self._widths = list(self._least)
+        self._fit()
+
+    def _fit(self) -> None:
+        widths = self.natural_widths()
+        extra = max(self.viewport().width() - sum(widths), 0)
+        share, rest = divmod(extra, len(widths))
+        for column, width in enumerate(widths):
+            self.setColumnWidth(column, width + share + (rest if column == len(widths) - 1 else 0))

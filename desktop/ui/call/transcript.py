@@ -7,7 +7,9 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from PySide6.QtWidgets import QTextBrowser, QWidget
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QLabel, QTextBrowser, QWidget
 
 from desktop.engine.call_state import CallMode
 from desktop.ui.chat.style import muted
@@ -126,15 +128,42 @@ def entry_html(entry: Entry, grey: str) -> str:
 
 class TranscriptView(QTextBrowser):
     """Shows a TranscriptLog; `refresh()` after changing it. Follows the end while the user has
-    not scrolled up."""
+    not scrolled up. While it is empty it shows its placeholder text wrapped to its width (Qt's
+    own placeholder is one line, cut off in a narrow window): `hint`, a label over the viewport."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.log = TranscriptLog()
         self.setOpenLinks(False)
-        self.setPlaceholderText(EMPTY_HINT)
+        self.hint = QLabel(self.viewport())
+        self.hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.hint.setWordWrap(True)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.hint.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.hint.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.document().setDocumentMargin(14)
+        self.document().contentsChanged.connect(self._place_hint)
+        self.setPlaceholderText(EMPTY_HINT)
         self.setAccessibleName("Call transcript")
+
+    def setPlaceholderText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        self.hint.setText(text)
+        self.setAccessibleDescription(text)
+        self._place_hint()
+
+    def placeholderText(self) -> str:  # noqa: N802
+        return self.hint.text()
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self._place_hint()
+        return super().viewportEvent(event)
+
+    def _place_hint(self) -> None:
+        margin = int(self.document().documentMargin())
+        width = max(self.viewport().width() - 2 * margin, 1)
+        self.hint.setGeometry(margin, margin, width, self.hint.heightForWidth(width))
+        self.hint.setVisible(bool(self.hint.text()) and self.document().isEmpty())
 
     def refresh(self) -> None:
         bar = self.verticalScrollBar()

@@ -15,6 +15,8 @@ from desktop.recording.reader import Recording, open_recording
 from desktop.ui.recordings.list_panel import ListPanel
 from desktop.ui.recordings.viewer import PEAKS_PER_S, Viewer
 
+SETTINGS_PAGE = "Recording"  # the settings dialog's page for where and how long recordings are kept
+
 
 def load(folder: Path) -> Recording:
     """Read a recording and its waveforms' peaks (the slow part, on the loader's thread)."""
@@ -27,11 +29,11 @@ def load(folder: Path) -> Recording:
 class RecordingsPage(QStackedWidget):
     """`root()`: the recordings folder; `speaker()`: the app's speaker (None: play silently);
     `live()`: the folders being recorded now (the recorder's; an unfinished folder not among them
-    was cut short). Emits `status(text)` for the status bar and `settings_requested` (the empty
-    state's button)."""
+    was cut short). Emits `status(text)` for the status bar and `settings_page_requested(name)`
+    (the empty state's button: the settings dialog's Recording page)."""
 
     status = Signal(str)
-    settings_requested = Signal()
+    settings_page_requested = Signal(str)
 
     def __init__(self, root: Callable[[], Path], speaker: Callable[[], AudioSink | None] = lambda: None, *,
                  live: Callable[[], Iterable[Path]] = lambda: (), clock: Clock | None = None,
@@ -43,7 +45,7 @@ class RecordingsPage(QStackedWidget):
         self.addWidget(self.viewer)
         self.list.open_requested.connect(self.open)
         self.list.status.connect(self.status)
-        self.list.settings_requested.connect(self.settings_requested)
+        self.list.settings_requested.connect(self._ask_settings)
         self.viewer.back.connect(self.show_list)
         self.viewer.status.connect(self.status)
         self.opening: Path | None = None
@@ -71,3 +73,6 @@ class RecordingsPage(QStackedWidget):
     def show_list(self) -> None:
         self.setCurrentWidget(self.list)
         self.list.table.setFocus()
+
+    def _ask_settings(self) -> None:
+        self.settings_page_requested.emit(SETTINGS_PAGE)
