@@ -110,8 +110,6 @@ class MainWindow(QMainWindow):
     def set_recordings_page(self, page: QWidget) -> None:
         """Put the Recordings page (the "coming soon" one until then) in its place in the stack."""
         self.set_page("recordings", page)
-        if hasattr(page, "settings_requested"):
-            page.settings_requested.connect(self.settings_requested)
 
     def set_page(self, key: str, page: QWidget) -> None:
         """Replace the page shown for `key` in the stack; its `status` signal, if any, goes to the
