@@ -21,6 +21,9 @@ Format = Literal["markdown", "json"]
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 
 
+REMOTE_PREFIX = "remote"  # the ids of remote workers: remote0, remote1, … (workers/factory.remote_hosts)
+
+
 def stats_line(stats: dict[str, Any] | None) -> str:
     """E.g. "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s", followed by why the turn
     missed the cache (or only partly used it) and how it ended when that was not natural."""
@@ -45,6 +48,8 @@ def stats_line(stats: dict[str, Any] | None) -> str:
         parts.append("stopped")
     elif finish == "length":
         parts.append("cut at the token limit")
+    if str(stats.get("worker", "")).startswith(REMOTE_PREFIX):  # answered by another machine: say which
+        parts.append(str(stats["worker"]))
     return " · ".join(parts)
 
 

@@ -133,7 +133,8 @@ class EventIntake:
                 hashes = tuple(prefix_hashes(req.messages + (Message("assistant", event.text),)))
             self._pool.release(entry.request_id, snapshot, ok=ok, hashes=hashes, slot=slot)
         if isinstance(event, Done):
-            event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms))
+            event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms,
+                                                 worker=entry.worker_id or ""))
             if isinstance(entry.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
                 self._kinds[event.stats.kind] += 1
         if not req.side:  # EndSession is bookkeeping, not a request of the user's

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from desktop.errors import ModelLoadError
+from desktop.model.quiet_gguf import no_gguf_progress_bar
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported on this path
 
@@ -135,7 +136,8 @@ def convert_gguf(gguf: Path, out: Path, progress: Progress | None = None) -> Non
 
     report = progress or (lambda stage, fraction: None)
     report(CONVERT_STAGE, 0.0)
-    src = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
+    with no_gguf_progress_bar():  # the banner shows this stage
+        src = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True, trust_remote_code=False)
     report(CONVERT_STAGE, 0.6)
     config = copy.deepcopy(src.config)
     if hasattr(config, "quantization_config"):

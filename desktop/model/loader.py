@@ -22,6 +22,7 @@ from desktop.model.default_model import (
     embedded_default_gguf,
     ensure_converted,
 )
+from desktop.model.quiet_gguf import no_gguf_progress_bar
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported on this path
 
@@ -263,7 +264,7 @@ def _load_gguf(path: Path, spec: ModelSpec, report: Progress):
     with _load_errors(f"the GGUF file {path}"):
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, **NO_REMOTE)
     report("Loading model…", None)
-    with _load_errors(f"the GGUF file {path}"):
+    with _load_errors(f"the GGUF file {path}"), no_gguf_progress_bar():
         model = AutoModelForCausalLM.from_pretrained(
             path.parent,
             gguf_file=path.name,

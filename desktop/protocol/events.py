@@ -32,6 +32,7 @@ class TokenStats:
     queue_ms: float = 0.0
     finish_reason: str = ""
     slot: int = -1
+    worker: str = ""  # the worker that served it (the gateway fills it in; "" from the worker itself)
 
     @property
     def new_tokens(self) -> int:

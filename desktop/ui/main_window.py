@@ -21,7 +21,7 @@ from desktop.ui.loading_banner import LoadingBanner
 from desktop.ui.nav import KEYS, NavBar
 from desktop.ui.placeholder import call_page as coming_soon_call, recordings_page as coming_soon_recordings
 from desktop.ui.plain import html_text
-from desktop.ui.shortcuts import ShortcutsDialog, sequence, window_shortcuts
+from desktop.ui.shortcuts import ShortcutsDialog, binds, sequence, window_shortcuts
 from desktop.ui.status_bar import StatusBar
 from desktop.ui.theme import WINDOW_CSS
 
@@ -195,19 +195,28 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         handlers: dict[str, Callable[[], None]] = {
             "new_chat": self.new_chat, "search": self.search, "stop": self.stop_reply,
+            "rename": lambda: self._on_chat("rename_current"), "delete": lambda: self._on_chat("delete_current"),
+            "voice": lambda: self._call_chat("toggle_voice"),
             "settings": self.settings_requested.emit, "shortcuts": self.show_shortcuts, "quit": self.close,
         }
         for key in KEYS:
             handlers[f"page_{key}"] = lambda key=key: self.show_page(key)
-        for sc in window_shortcuts():  # the chat widgets bind their own keys (Enter, F2, …)
-            action = QAction(sc.text, self)
-            if sc.grab:
+        # One binding per key: an action binds the keys the window owns; for a key a widget binds
+        # itself (the list's Del, the Voice button's Ctrl+Shift+V) or handles in keyPressEvent (Esc),
+        # the menu item only shows it after a tab, or Qt would find two shortcuts and fire neither.
+        for sc in window_shortcuts():
+            action = QAction(sc.menu or sc.text, self)
+            if binds(sc):
                 action.setShortcut(sequence(sc))
-            else:  # shown in the menu, handled in keyPressEvent
-                action.setText(f"{sc.text}\t{sequence(sc).toString(QKeySequence.SequenceFormat.NativeText)}")
+            else:
+                action.setText(f"{action.text()}\t{sequence(sc).toString(QKeySequence.SequenceFormat.NativeText)}")
             action.triggered.connect(lambda _checked=False, fn=handlers[sc.action]: fn())
             self.addAction(action)  # shortcuts work even with the menu bar hidden
             self.actions[sc.action] = action
+        self.actions["voice"].setCheckable(True)  # follows the Voice button when the Chat menu opens
+        export = QAction("Export conversation…", self)
+        export.triggered.connect(lambda: self._on_chat("export_current"))
+        self.actions["export"] = export
         self.actions["settings"].setMenuRole(QAction.MenuRole.PreferencesRole)
         self.actions["quit"].setMenuRole(QAction.MenuRole.QuitRole)
 
@@ -217,13 +226,30 @@ class MainWindow(QMainWindow):
         for name in ("new_chat", "settings", None, "quit"):
             file.addAction(a[name]) if name else file.addSeparator()
         chat = bar.addMenu("&Chat")
-        chat.addActions([a["search"], a["stop"]])
+        for name in ("search", "stop", None, "rename", "export", "delete", None, "voice"):
+            chat.addAction(a[name]) if name else chat.addSeparator()
+        chat.aboutToShow.connect(self._update_chat_menu)
+        self.chat_menu = chat
         view = bar.addMenu("&View")
         view.addActions([a[f"page_{k}"] for k in KEYS])
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(a["shortcuts"])
         help_menu.addAction("Open log folder", self.open_log_folder)
         help_menu.addAction("About Omnidesk", self.show_about)
+
+    def _update_chat_menu(self) -> None:
+        """The Voice item shows the voice's state, and is off where the chat page has no voice.
+        (Rename, Export and Delete stay on: F2 must keep working; on a conversation not saved yet
+        they say so in the status bar.)"""
+        state = getattr(self.chat_page, "voice_state", None)
+        available, on = state() if callable(state) else (False, False)
+        self.actions["voice"].setEnabled(available)
+        self.actions["voice"].setChecked(on)
+
+    def _on_chat(self, method: str) -> None:
+        """A conversation action from the menu bar (or F2): it acts on the chat page's open conversation."""
+        self.show_page("chat")
+        self._call_chat(method)
 
     def _call_chat(self, method: str) -> None:
         fn = getattr(self.chat_page, method, None)

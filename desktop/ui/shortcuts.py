@@ -22,6 +22,12 @@ class Shortcut:
     grab: bool = True  # False: only shown; the focused widget handles the key itself
     owner: str = "window"  # "window": a main-window action; else the widget that binds it itself
     group: str = "General"  # the help's section
+    menu: str = ""  # its item in the menu bar, where that differs from `text` ("": `text`)
+
+    @property
+    def in_menu_bar(self) -> bool:
+        """A main-window action (bound there), or a widget's key the menu bar shows as well."""
+        return self.owner == "window" or bool(self.menu)
 
 
 SHORTCUTS = (
@@ -32,9 +38,15 @@ SHORTCUTS = (
     Shortcut("stop", "Esc", "Stop the reply", grab=False, group="Chat"),
     Shortcut("send", "Enter", "Send the message", owner="composer", group="Chat"),
     Shortcut("newline", "Shift+Enter", "New line in the message", owner="composer", group="Chat"),
-    Shortcut("voice", "Ctrl+Shift+V", "Speak replies aloud: on or off", owner="voice", group="Chat"),
-    Shortcut("rename", "F2", "Rename the selected conversation", owner="list", group="Conversation list"),
-    Shortcut("delete", "Del", "Delete the selected conversation…", owner="list", group="Conversation list"),
+    # The Voice button binds its key (shown only when there is a voice); the Chat menu shows it.
+    Shortcut("voice", "Ctrl+Shift+V", "Speak replies aloud: on or off", owner="voice", group="Chat",
+             menu="Speak replies aloud"),
+    # F2 is the window's (Chat → Rename, from anywhere on the chat page); Del stays the list's own
+    # key (window-wide it would take Del from other pages' lists), the Chat menu only shows it.
+    Shortcut("rename", "F2", "Rename the selected conversation", group="Conversation list",
+             menu="Rename conversation"),
+    Shortcut("delete", "Del", "Delete the selected conversation…", owner="list", group="Conversation list",
+             menu="Delete conversation…"),
     Shortcut("clear_search", "Esc", "In the search box: clear the search (again: back to the message)",
              owner="search", group="Conversation list"),
     Shortcut("call", "Ctrl+Enter", "Start or end the call", owner="call", group="Call"),
@@ -70,8 +82,13 @@ def find(action: str) -> Shortcut:
 
 
 def window_shortcuts() -> tuple[Shortcut, ...]:
-    """The entries the main window turns into actions."""
-    return tuple(sc for sc in SHORTCUTS if sc.owner == "window")
+    """The entries the main window turns into actions (it binds the keys of those it owns)."""
+    return tuple(sc for sc in SHORTCUTS if sc.in_menu_bar)
+
+
+def binds(shortcut: Shortcut) -> bool:
+    """Whether the main window's action binds the key (else its menu item only shows it)."""
+    return shortcut.owner == "window" and shortcut.grab
 
 
 def sequence(shortcut: Shortcut | str) -> QKeySequence:

@@ -162,6 +162,11 @@ def test_a_corrupt_presets_file_is_kept_aside(tmp_path):
 # ----------------------------------------------------------------------------- export
 
 
+def test_stats_line_names_a_remote_worker_only() -> None:
+    assert stats_line({**STATS, "worker": "remote1"}) == "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s · remote1"
+    assert stats_line({**STATS, "worker": "cpu0"}) == stats_line(STATS)  # this computer: nothing to say
+
+
 def test_stats_line_says_what_the_cache_did():
     assert stats_line(STATS) == "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s"
     miss = {**STATS, "kind": "miss", "miss_reason": "evicted", "cached_tokens": 0}

@@ -214,3 +214,15 @@ def test_the_mirror_shows_the_slot_the_worker_chose() -> None:
             w, events = await turn(gw, (host,), [user("A"), bot("a"), user("A2")])
             assert terminal(events).stats.kind == "extend" and gw.stats()["routing"]["hit"] == 1
     run(main())
+
+
+def test_the_done_names_the_worker_that_served_it() -> None:
+    async def main() -> None:
+        hosts = (FakeHost("remote0", num_slots=1), FakeHost("cpu0", num_slots=1))
+        async with gateway(*hosts) as gw:
+            served = {}
+            for text in ("A", "B"):  # one each: the second goes to the other worker's free slot
+                worker, events = await turn(gw, hosts, [user(text)], text.lower())
+                served[worker] = terminal(events).stats.worker
+            assert served == {"remote0": "remote0", "cpu0": "cpu0"}
+    run(main())

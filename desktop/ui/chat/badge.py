@@ -25,6 +25,8 @@ def details(stats: dict[str, Any]) -> str:
             f"Decoding: {float(stats.get('decode_ms', 0)):.0f} ms"]
     if float(stats.get("queue_ms", 0)) >= 1:
         rows.append(f"Waited in the queue: {float(stats['queue_ms']) / 1000:.1f} s")
+    if stats.get("worker"):
+        rows.append(f"Answered by: {stats['worker']}")
     return "\n".join(rows)
 
 

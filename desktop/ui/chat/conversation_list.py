@@ -1,6 +1,6 @@
 """The left pane of the chat page: New conversation, a search box (titles and message text), and
 the saved conversations with their dates (Esc in the search box clears it); rename with a double-click or F2, and a context menu
-with Rename, Export… and Delete."""
+with Rename (F2), Export… and Delete (Del), its keys shown."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ class _ListView(QListView):
             if shortcuts.matches(event, "delete"):
                 self.delete_pressed.emit()
                 return
+            # F2 is the main window's action (Chat → Rename); this serves the list without one
             if shortcuts.matches(event, "rename") and self.currentIndex().isValid():
                 self.edit(self.currentIndex())
                 return
@@ -166,9 +167,18 @@ class ConversationList(QWidget):
         if conv_id is None:
             return
         menu = QMenu(self)
-        menu.addAction("Rename", lambda: self.start_rename(conv_id))
-        menu.addAction("Export…", lambda: self.export_requested.emit(conv_id))
-        menu.addSeparator()
-        menu.addAction("Delete…", lambda: self.delete_requested.emit(conv_id))
+        # The keys are shown (also where the platform hides them in context menus); bound to the
+        # menu's own actions they work while it is open, when no other shortcut of the window can.
+        for text, action, fn in (("Rename", "rename", lambda: self.start_rename(conv_id)),
+                                 ("Export…", "", lambda: self.export_requested.emit(conv_id)),
+                                 (None, "", None),
+                                 ("Delete…", "delete", lambda: self.delete_requested.emit(conv_id))):
+            if text is None:
+                menu.addSeparator()
+                continue
+            item = menu.addAction(text, fn)
+            if action:
+                item.setShortcut(shortcuts.sequence(action))
+                item.setShortcutVisibleInContextMenu(True)
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         menu.popup(self.view.viewport().mapToGlobal(pos))

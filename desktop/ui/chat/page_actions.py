@@ -43,6 +43,34 @@ class PageActions(_Base):
         if self.speech.button.isEnabled():
             self.speech.button.toggle()
 
+    def voice_state(self) -> tuple[bool, bool]:
+        """(whether the Voice toggle can be used now, whether the voice is on): the menu bar's item."""
+        button = self.speech.button
+        return button.isVisibleTo(self) and button.isEnabled(), button.isChecked()
+
+    # The menu bar's conversation actions (and F2) act on the open conversation; one not saved yet
+    # (no message) is not in the list: they say so instead of doing nothing.
+
+    def rename_current(self) -> None:
+        if self._saved_current("rename"):
+            if self.conversations.model.row_of(self.conv.id) < 0:  # hidden by the search
+                self.conversations.search.clear()
+            self.conversations.start_rename(self.conv.id)
+
+    def delete_current(self) -> None:
+        if self._saved_current("delete"):
+            self.delete(self.conv.id)
+
+    def export_current(self) -> None:
+        if self._saved_current("export"):
+            self.export(self.conv.id)
+
+    def _saved_current(self, verb: str) -> bool:
+        if self.conv.id in self.store:
+            return True
+        self.status.emit(f"Nothing to {verb} yet: this conversation starts with its first message.")
+        return False
+
     def refresh_list(self) -> None:
         """Re-read the list (filtered by the search box) with the current conversation selected."""
         query = self.conversations.search.text()

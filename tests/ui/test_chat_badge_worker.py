@@ -1,0 +1,21 @@
+"""The line under a reply names the remote worker that wrote it (a local one goes unnamed); the
+tooltip names the worker either way."""
+
+from __future__ import annotations
+
+from desktop.ui.chat.badge import Badge
+
+STATS = {"input_tokens": 120, "cached_tokens": 100, "generated_tokens": 11, "kind": "extend", "ttft_ms": 40.0,
+         "decode_ms": 500.0, "finish_reason": "eos"}
+
+
+def test_badge_names_a_remote_worker(qtbot, screenshot):
+    badge = Badge()
+    qtbot.addWidget(badge)
+    badge.set_stats({**STATS, "worker": "remote0"})
+    badge.resize(520, 24)
+    badge.show()
+    assert badge.text().endswith(" · remote0") and "Answered by: remote0" in badge.toolTip()
+    screenshot(badge, "badge_remote_worker")
+    badge.set_stats({**STATS, "worker": "cpu0"})
+    assert "cpu0" not in badge.text() and "Answered by: cpu0" in badge.toolTip()
