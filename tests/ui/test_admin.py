@@ -76,11 +76,13 @@ def test_admin_lists_worker_and_slots_after_chats(comp, aloop, screenshot):
         assert r[7] in ("just now", "1 s ago", "2 s ago") and r[6].endswith(("KB", "MB", "B"))
     assert all(r[3] == "—" and r[6] == "—" for r in rows if r[2] == "empty")
     counters = panel.counters
-    assert counters.requests.value.text() == "4 / 4"
-    assert counters.hit_rate.value.text() != "—" and counters.saved.value.text() != "0"
-    hit, free = map(int, re.match(r"(\d+) hit · (\d+) free", counters.routing.value.text()).groups())
+    shown = {card: card.value.text().replace("\u00a0", " ") for card in
+             (counters.requests, counters.hit_rate, counters.saved, counters.routing, counters.ttft)}
+    assert shown[counters.requests] == "4 / 4"
+    assert shown[counters.hit_rate] != "—" and shown[counters.saved] != "0"
+    hit, free = map(int, re.match(r"(\d+) hit · (\d+) free", shown[counters.routing]).groups())
     assert hit >= 2 and hit + free == 4  # a shared system prompt may already route the 2nd opener as a hit
-    assert re.fullmatch(r"\d+ / \d+ ms", counters.ttft.value.text())
+    assert re.fullmatch(r"\d+ / \d+ ms", shown[counters.ttft])
     c.window.resize(1100, 720)
     screenshot(c.window, "main_window_admin")
 
@@ -202,3 +204,34 @@ def test_formatting_helpers():
     assert worker_summary([row("busy"), row("idle"), row("idle")]) == "3 workers: 1 busy, 2 idle"
     assert worker_summary([row("loading", "a 10%"), row("loading", "b 30%")]) == "2 workers: loading 10%"
     assert worker_summary([]) == "No workers" and queue_summary(0) == "Queue: empty"
+
+
+def test_a_narrow_counter_wraps_its_value_instead_of_cutting_it(qtbot, screenshot):
+    """The Admin page at the window's minimum width: "12 hit · 34 free" was cut at the card's edge."""
+    from desktop.ui.admin.counters import CountersRow
+    from desktop.ui.theme import WINDOW_CSS
+
+    from PySide6.QtWidgets import QScrollArea
+
+    row = CountersRow()
+    row.routing.set("12 hit · 34 free", "0 evict · 0 session")
+    row.requests.set("120 / 120", "0 running")
+    page = QScrollArea()  # as the Admin page holds it: scrolls up and down only
+    page.setStyleSheet(WINDOW_CSS)  # the main window's: the values in 13 pt bold
+    page.setWidgetResizable(True)
+    page.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    page.setWidget(row)
+    qtbot.addWidget(page)
+    page.resize(440, 200)  # under the row's one-line width
+    page.show()
+    qtbot.waitExposed(page)
+    assert row.width() <= page.viewport().width()  # no card runs past the page's edge
+    for card in (row.routing, row.requests):
+        label = card.value
+        lines = [line for line in label.text().split("· ")]
+        widest = max(label.fontMetrics().horizontalAdvance(line) for line in lines)
+        assert widest <= label.contentsRect().width(), (label.text(), widest, label.contentsRect().width())
+        whole = label.fontMetrics().horizontalAdvance(label.text())
+        if whole > label.contentsRect().width():  # it does not fit on one line: it wrapped, each line whole
+            assert label.height() >= 2 * label.fontMetrics().lineSpacing()
+    screenshot(page, "admin_counters_narrow")

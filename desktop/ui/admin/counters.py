@@ -20,6 +20,7 @@ class CounterCard(QFrame):
         layout.setSpacing(2)
         self.value = QLabel("—")
         self.value.setObjectName("counterValue")
+        self.value.setWordWrap(True)  # a narrow window: "0 hit ·" / "0 free" on two lines, not cut
         self.detail = QLabel(caption)
         self.detail.setObjectName("counterCaption")
         self.detail.setWordWrap(True)
@@ -29,7 +30,7 @@ class CounterCard(QFrame):
         self.setToolTip(tip)
 
     def set(self, value: str, detail: str = "") -> None:
-        self.value.setText(value)
+        self.value.setText(value.replace(" ", "\u00a0").replace("·\u00a0", "· "))  # wraps after a "·" only
         self.detail.setText(phrases(f"{self.caption} · {detail}" if detail else self.caption))
 
 
