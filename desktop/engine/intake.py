@@ -1,7 +1,8 @@
 """Events coming back from the worker hosts, as the gateway handles them on its loop: a request's
 stream events and its one terminal event, worker statuses (down: fail what ran there; nothing can
 serve: fail what waits), and cancels a stuck worker never answers (ended here after a grace).
-A host taken out of the pool is no longer heard."""
+A host taken out of the pool is no longer heard. A chat rebuilt on another worker after the
+worker that cached it went away says so in its Done's miss reason (departures.py)."""
 
 from __future__ import annotations
 
