@@ -11,6 +11,7 @@ import uuid
 from collections import Counter
 from typing import Any, Callable, Iterable, Sequence
 
+from desktop.engine.departures import Departures
 from desktop.engine.health import check_request_id, check_system, no_service
 from desktop.engine.pool import Entry, Pool
 from desktop.protocol import (
@@ -50,6 +51,7 @@ class Gateway(EventIntake):
                           on_position=self._on_position, clock=clock)
         self._requests: dict[str, Request] = {}
         self._sessions = SessionTable()
+        self._departures = Departures()  # where conversations were cached when their worker left
         self._counts: Counter[str] = Counter()
         self._kinds: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -95,6 +97,7 @@ class Gateway(EventIntake):
         host = self._hosts.pop(worker_id, None)
         if host is None:
             raise ValueError(f"There is no worker {worker_id!r} in the pool.")
+        self._departures.record(worker_id, "removed", self._pool.workers[worker_id].slots)
         failed = self._pool.remove_worker(worker_id)  # what ran there, what waited pinned to it
         self._worker_gone(worker_id, failed, f"Worker {worker_id} was removed", WorkerRemoved.code)
         self._workers_changed()

@@ -1,7 +1,8 @@
 """Events coming back from the worker hosts, as the gateway handles them on its loop: a request's
 stream events and its one terminal event, worker statuses (down: fail what ran there; nothing can
 serve: fail what waits), and cancels a stuck worker never answers (ended here after a grace).
-A host taken out of the pool is no longer heard."""
+A host taken out of the pool is no longer heard. A chat rebuilt on another worker after the
+worker that cached it went away says so in its Done's miss reason (departures.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from desktop.engine.departures import why_down
 from desktop.engine.health import no_service
 from desktop.protocol import (
-    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
+    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, MatchKind, PrefillDone,
     TokenStats,
 )
 from desktop.engine.pool import Entry
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from desktop.engine.gateway import Gateway
 
 log = logging.getLogger(__name__)
+
+CACHED = (MatchKind.HIT.value, MatchKind.EXTEND.value)  # the kinds that kept the whole history
 
 
 class EventIntake:
@@ -69,9 +73,10 @@ class EventIntake:
         if mirror is None:
             log.warning("Status from unknown worker %s ignored", status.worker_id)
             return
-        was_up = mirror.up
+        was_up, held = mirror.up, tuple(mirror.slots)
         failed = self._pool.set_status(status)
         if was_up and not mirror.up:
+            self._departures.record(status.worker_id, why_down(status), held)
             why = f"Worker {status.worker_id} stopped ({status.message or status.state.value})"
             self._worker_gone(status.worker_id, failed, why, WorkerCrashed.code)
         self._workers_changed()
@@ -116,6 +121,14 @@ class EventIntake:
         if not req.entry.done.done():
             req.entry.done.set_result(done)
 
+    def _why_missed(self: Gateway, entry: Entry, done: Done) -> str:
+        """The Done's miss reason, unless the chat's conversation was cached on a worker that has
+        since gone (removed, unreachable, crashed) and this one had to rebuild it: then that move."""
+        if not isinstance(entry.cmd, Chat) or entry.worker_id is None:
+            return done.stats.miss_reason
+        moved = self._departures.take(entry.history, entry.worker_id)
+        return moved if moved and done.stats.kind not in CACHED else done.stats.miss_reason
+
     def _end(self: Gateway, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
         """Deliver the one terminal event of a request and give back what it held."""
         entry = req.entry
@@ -134,7 +147,7 @@ class EventIntake:
             self._pool.release(entry.request_id, snapshot, ok=ok, hashes=hashes, slot=slot)
         if isinstance(event, Done):
             event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms,
-                                                 worker=entry.worker_id or ""))
+                                                 worker=entry.worker_id or "", miss_reason=self._why_missed(entry, event)))
             if isinstance(entry.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
                 self._kinds[event.stats.kind] += 1
         if not req.side:  # EndSession is bookkeeping, not a request of the user's

@@ -128,7 +128,8 @@ class FakeHost(WorkerHost):
             if isinstance(cmd, (Chat, Generate)):
                 self._emit(ChunkEvent(request_id, text))
             stats = TokenStats(input_tokens=10, cached_tokens=5 if run.kind != "miss" else 0,
-                               generated_tokens=1, kind=run.kind, finish_reason=finish_reason, slot=run.slot)
+                               generated_tokens=1, kind=run.kind, miss_reason=_miss_reason(cmd, run.kind),
+                               finish_reason=finish_reason, slot=run.slot)
             self._emit(Done(request_id, text, stats, self._snapshot() if self.send_slots else ()))
 
     def fail(self, request_id: str, code: str = "oops", message: str = "failed") -> None:
@@ -201,3 +202,11 @@ class FakeHost(WorkerHost):
             self.sink(self.worker_id, WorkerStatus(self.worker_id, state, message, capacity=self.capacity,
                                                    num_slots=self.num_slots, context_length=self.context_length,
                                                    restarting=restarting))
+
+
+def _miss_reason(cmd: Command, kind: str) -> str:
+    """As a real worker words it (workers/matcher.py): a chat that missed is new, or was not here."""
+    if kind != "miss" or not isinstance(cmd, Chat):
+        return ""
+    new = len([m for m in cmd.messages if m.role != "system"]) == 1
+    return "new conversation" if new else "not cached since this worker loaded"

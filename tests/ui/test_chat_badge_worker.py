@@ -19,3 +19,16 @@ def test_badge_names_a_remote_worker(qtbot, screenshot):
     screenshot(badge, "badge_remote_worker")
     badge.set_stats({**STATS, "worker": "cpu0"})
     assert "cpu0" not in badge.text() and "Answered by: cpu0" in badge.toolTip()
+
+
+def test_badge_says_where_a_conversation_moved_from(qtbot, screenshot):
+    """The gateway's reason for a turn rebuilt after its worker left shows on the line and in the tooltip."""
+    badge = Badge()
+    qtbot.addWidget(badge)
+    badge.set_stats({**STATS, "kind": "miss", "cached_tokens": 0, "worker": "cpu0",
+                     "miss_reason": "moved from remote0 (unreachable)"})
+    badge.resize(520, 24)
+    badge.show()
+    assert badge.text().startswith("cached 0 / new 120 tokens") and "cache miss: moved from remote0 (unreachable)" in badge.text()
+    assert "Cache: cache miss — moved from remote0 (unreachable)" in badge.toolTip()
+    screenshot(badge, "badge_moved_from_worker")
