@@ -253,8 +253,8 @@ class TimedGateway:
         self.marks[stream.request_id] = stamps
         return TimedStream(stream, stamps)
 
-    def stats(self) -> dict:
-        return self.gateway.stats()
+    def __getattr__(self, name: str) -> Any:  # the rest of the gateway as it is (stats, context_length, …)
+        return getattr(self.gateway, name)
 
 
 async def direct(gateway: Any, n: int, max_tokens: int, spacing: float = 0.0) -> list[dict[str, Any]]:
