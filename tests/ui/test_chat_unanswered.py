@@ -121,6 +121,17 @@ def test_a_long_message_in_a_conversation_goes_back_and_the_rest_stays(gateway, 
     assert [m.role for m in saved.messages] == ["user", "assistant"]
 
 
+def test_a_paste_too_long_at_any_count_goes_back_too(gateway, tmp_path, settings, aloop, qtbot):
+    """Over the gateway's characters' limit (it refuses before any worker counts tokens), in an
+    ongoing conversation: the bigger paste went into the conversation as an unanswered turn."""
+    page = make_page(gateway, tmp_path, settings, qtbot)
+    aloop.run(say(page, "Hello"))
+    huge = " ".join(["word"] * 5_000)  # 24,999 characters: over the tiny model's 16,384
+    aloop.run(say(page, huge))
+    assert page.composer.edit.toPlainText() == huge and roles(page) == ["user", "assistant"]
+    assert page.view.notice().label.text().startswith("This message is too long for the model (24,999 characters")
+
+
 def test_too_long_tells_the_message_from_the_conversation():
     detail = ("This conversation is 12071 tokens long; the model's context window is 8192 tokens. "
               "Start a new conversation or shorten the message.")
@@ -128,6 +139,10 @@ def test_too_long_tells_the_message_from_the_conversation():
         "This message is too long for the model (about 12,046 tokens; the limit is 8,192)."
     assert too_long(detail, 4_000, 48_000, alone=False) is None  # the history is what grew too long
     assert too_long(detail, 40_000, 48_000, alone=False).startswith("This message is too long")
-    assert too_long("Message 1 is 70,000 characters long", 70_000, 70_010, alone=True) == \
-        "This message is too long for the model."
-    assert too_long("Message 3 is 70,000 characters long", 70_000, 90_000, alone=False) is None
+    assert too_long("Message 1 is 70,000", 70_000, 70_010, alone=True) == "This message is too long for the model."
+    # the gateway's own check, on a paste too long at any count: in a conversation too, when it names this message
+    chars = ("Message 3 is 70,000 characters long; the limit is 16,384 characters (8 per token of the model's "
+             "2,048-token context). Shorten it or send it in parts.")
+    assert too_long(chars, 70_000, 90_000, alone=False) == \
+        "This message is too long for the model (70,000 characters; the limit is 16,384 characters)."
+    assert too_long(chars, 5_000, 90_000, alone=False) is None  # an earlier message is the long one

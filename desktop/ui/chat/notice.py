@@ -35,6 +35,8 @@ def friendly(code: str, message: str, retryable: bool) -> tuple[str, str]:
 UNANSWERED = "Your last message has no reply yet."
 # the worker's refusal of a prompt longer than its context (workers/admission.py)
 _OVER = re.compile(r"is ([\d,]+) tokens long; the model's context window is ([\d,]+) tokens")
+# the gateway's refusal of one message longer than the context can hold at any count (model/messages.py)
+_CHARS = re.compile(r"Message \d+ is ([\d,]+) characters long; the limit is ([\d,]+ characters)")
 
 
 def too_long(detail: str, message_chars: int, request_chars: int, alone: bool) -> str | None:
@@ -45,6 +47,9 @@ def too_long(detail: str, message_chars: int, request_chars: int, alone: bool) -
     only message; with no token counts in `detail` that alone tells."""
     m = _OVER.search(detail)
     if m is None:
+        chars = _CHARS.search(detail)
+        if chars is not None and int(chars.group(1).replace(",", "")) == message_chars:  # it is this one
+            return f"This message is too long for the model ({message_chars:,} characters; the limit is {chars.group(2)})."
         return "This message is too long for the model." if alone else None
     total, limit = (int(g.replace(",", "")) for g in m.groups())
     tokens = round(total * message_chars / max(request_chars, 1))
