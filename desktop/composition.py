@@ -269,9 +269,11 @@ class Composition(QObject):
         if not change:
             return
         for worker_id, _spec in change.remove:
+            if self.gateway is not gateway:  # the engine was stopped meanwhile (shutdown)
+                return
             await gateway.remove_host(worker_id)
             monitor.forget(worker_id)
-        if self.gateway is not gateway:  # the engine was stopped meanwhile (shutdown)
+        if self.gateway is not gateway:
             return
         added = remote_hosts([spec for _, spec in change.add], ids=[wid for wid, _ in change.add])
         for host in added:
@@ -282,7 +284,14 @@ class Composition(QObject):
         self.window.show_message(change.summary())
         if self.model_name is not None:
             self._show_model(new.model_spec())
+            if added:  # again once they are up: one may be what serves the model shown
+                self.spawn(self._show_model_when_ready(gateway, new.model_spec()))
         self.window.refresh()
+
+    async def _show_model_when_ready(self, gateway: Gateway, spec: ModelSpec) -> None:
+        await gateway.wait_ready()
+        if self.gateway is gateway and self.model_name is not None:
+            self._show_model(spec)
 
     def open_settings(self, page: str | None = None) -> None:
         """Ctrl+,: the settings dialog (non-blocking; a second call raises the open one), on `page`

@@ -93,7 +93,10 @@ class Gateway(EventIntake):
         What runs there, and what waits for it (its sessions' commands), ends at once with an
         ErrorEvent "worker_removed" naming it; its sessions are over; other waiting requests stay
         queued for the other workers, or fail as when no worker is up if none can serve now.
-        Its host's later events are ignored. Raises ValueError for a worker not in the pool."""
+        Its host's later events are ignored. Raises ValueError for a worker not in the pool; does
+        nothing once the gateway is closing (close() ends every host itself)."""
+        if self._closed:
+            return
         host = self._hosts.pop(worker_id, None)
         if host is None:
             raise ValueError(f"There is no worker {worker_id!r} in the pool.")
