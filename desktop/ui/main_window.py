@@ -214,6 +214,10 @@ class MainWindow(QMainWindow):
             self.addAction(action)  # shortcuts work even with the menu bar hidden
             self.actions[sc.action] = action
         self.actions["voice"].setCheckable(True)  # follows the Voice button when the Chat menu opens
+        rename = self.actions["rename"]  # F2 where the conversations are, not on Admin or Recordings
+        self.removeAction(rename)
+        rename.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.pages["chat"].addAction(rename)
         export = QAction("Export conversation…", self)
         export.triggered.connect(lambda: self._on_chat("export_current"))
         self.actions["export"] = export

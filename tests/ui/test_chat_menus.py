@@ -157,6 +157,13 @@ def test_each_key_sent_to_the_window_fires_once(window, qtbot, qtlog, monkeypatc
     view.setFocus()
     QTest.keyClick(view, Qt.Key.Key_Delete)  # Del is the list's own key
     assert asked == [page.conv.title]
+
+    window.show_page("admin")  # F2 elsewhere does not pull the user back to rename a conversation
+    window.nav.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.nav)
+    QTest.keyClick(window, Qt.Key.Key_F2)
+    qtbot.wait(50)
+    assert window.current_page == "admin" and view.state() != QAbstractItemView.State.EditingState
     no_ambiguity(qtlog)
 
 
