@@ -3,6 +3,8 @@ and whether retrying may help. Layers raise these; the edges turn them into erro
 
 from __future__ import annotations
 
+REMOTE_UNREACHABLE = "remote_unreachable"  # a remote worker's status code while its server does not answer
+
 
 class OmnideskError(Exception):
     """Base of all errors that are shown to the user as a message, never as a traceback."""

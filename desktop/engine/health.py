@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from desktop.engine.mirror import WorkerMirror
+from desktop.errors import REMOTE_UNREACHABLE as UNREACHABLE
 from desktop.errors import ContextOverflow, InvalidRequest, ModelLoadError, OmnideskError, WorkerCrashed
 from desktop.model.messages import first_unencodable, limit_words
 
-UNREACHABLE = "remote_unreachable"  # a remote worker's code while its server does not answer
 
 
 def no_service(workers: Iterable[WorkerMirror]) -> OmnideskError | None:

@@ -26,6 +26,7 @@ from typing import AsyncIterator
 
 import httpx
 
+from desktop.errors import REMOTE_UNREACHABLE as UNREACHABLE
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import (
@@ -39,7 +40,6 @@ from desktop.workers.remote.spec import RemoteSpec
 from desktop.workers.remote.wire import body_error, chat_body, parse_line
 
 log = logging.getLogger(__name__)
-UNREACHABLE = "remote_unreachable"
 
 
 @dataclass(eq=False, slots=True)
