@@ -192,13 +192,13 @@ def test_volume_scales_what_is_played(rig):
     assert out.volume == 0.5
     speak(voice, "r1", "Quiet now.")
     events.wait(K.FINISHED, "r1", tick=tick)
-    played, audio = out.played(), voice.audio_of("r1")[0]
-    # aligned by correlation, not by trimming each at a level: an edge sample between 1e-4 and
-    # 2e-4 is audible in the reply and not at half volume (a CI run failed on 9,448 vs 9,449)
-    start = int(np.flatnonzero(np.abs(audio) > 1e-2)[0])
-    at = int(np.argmax(np.correlate(played, audio[start:start + 2000], mode="valid"))) - start
-    assert 0 <= at and at + len(audio) <= len(played)
-    assert np.allclose(played[at:at + len(audio)], 0.5 * audio, atol=2 / 32767)
+    played, audio = out.played().astype(np.float64), voice.audio_of("r1")[0].astype(np.float64)
+    # Compared by energy and peak, not sample by sample: under load the stage threads (real time)
+    # may fall behind the virtual clock's playback, and the gap it fills with silence moves what
+    # follows (a run failed so). Silence adds no energy; every sample played at half volume
+    # gives a quarter of the energy, whatever the gaps.
+    assert np.sum(played ** 2) / np.sum(audio ** 2) == pytest.approx(0.25, rel=0.01)
+    assert np.abs(played).max() / np.abs(audio).max() == pytest.approx(0.5, rel=0.01)
 
 
 def test_only_the_last_replies_are_kept():
