@@ -110,3 +110,23 @@ def test_an_old_conversation_without_versions_shows_no_switcher_until_regenerate
     assert shown(page)[2] == "2/2"
     QTest.mouseClick(page.view.widgets()[-1].previous_version, Qt.MouseButton.LeftButton)
     assert shown(page)[:1] == ("Hello from before",) and shown(page)[2] == "1/2"
+
+
+def test_a_failed_regenerate_leaves_the_versions_as_they_were(tmp_path, qtbot, aloop):
+    from desktop.protocol import ErrorEvent
+    from test_chat_screens import Scripted
+
+    page = make_page(Scripted(), tmp_path, Settings(), qtbot)
+    page.send("Hello")
+    aloop.run(idle(page))
+    page.regenerate()
+    aloop.run(idle(page))
+    page.view.widgets()[-1].previous_version.click()
+    before = page.conv.messages[-1]
+    assert shown(page)[2] == "1/2"
+    page.gateway.fail_next = ErrorEvent("x", "worker_crashed", "Worker w0 stopped.", True)
+    page.regenerate()
+    aloop.run(idle(page))
+    saved = ConversationStore(page.store.root).get(page.current_conversation_id).messages[-1]
+    assert page.conv.messages[-1] is before and shown(page)[2] == "1/2"
+    assert saved.shown == 0 and count(saved) == 2 and page.view.notice() is not None
