@@ -17,6 +17,7 @@ from typing import Any, Iterator
 from desktop.engine.saved_fields import clean_text, reply_stats, timestamp
 from desktop.engine.search import Hit, SearchIndex
 from desktop.engine.image_store import ImageStore
+from desktop.engine.reply_versions import ReplyVersion
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,9 @@ class StoredMessage:
     """One saved message; `stats` holds the TokenStats of an assistant reply (as a dict);
     `images` the paths of images attached to a user message. `status` of a reply: "" when it is
     whole (finished or stopped), STREAMING while it is being written (saved as it streams), and
-    INTERRUPTED when its writing ended early (a crash: a STREAMING reply read back at start)."""
+    INTERRUPTED when its writing ended early (a crash: a STREAMING reply read back at start).
+    `versions`: the other kept versions of a regenerated reply, `shown` where this one (its
+    content and stats) sits among them (see reply_versions.py); none in files written before."""
 
     role: str
     content: str
@@ -62,6 +65,15 @@ class StoredMessage:
     created: float = field(default_factory=time.time)
     images: list[str] = field(default_factory=list)
     status: str = ""
+    versions: list[ReplyVersion] = field(default_factory=list)
+    shown: int = 0
+
+    def copy(self) -> StoredMessage:
+        """A copy that shares nothing that changes with this one."""
+        return StoredMessage(self.role, self.content, dict(self.stats) if self.stats else None, self.created,
+                             list(self.images), self.status,
+                             [ReplyVersion(v.content, dict(v.stats) if v.stats else None, v.created)
+                              for v in self.versions], self.shown)
 
 
 @dataclass(slots=True)
@@ -85,7 +97,7 @@ class Conversation:
     def from_dict(cls, data: Any, fallback_time: float = 0.0) -> Conversation:
         """Parse a saved file's object. What the user wrote or received (id, messages, system
         prompt) must be valid, else ValueError; bad metadata (title, times, preset, parent, stats,
-        images) falls back to a default so that it can never break the page later."""
+        images, a reply's versions) falls back to a default so that it can never break the page later."""
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
             raise ValueError("it is not a conversation (no valid id)")
         raw = data.get("messages", [])
@@ -99,10 +111,16 @@ class Conversation:
                 raise ValueError(f"message {i + 1} has no valid role and text")
             images = m.get("images") if isinstance(m.get("images"), list) else []
             unfinished = m.get("status") in (STREAMING, INTERRUPTED) and m["role"] == "assistant"
-            messages.append(StoredMessage(m["role"], clean_text(m["content"]), reply_stats(m.get("stats")),
-                                          timestamp(m.get("created")) or created,
+            when = timestamp(m.get("created")) or created
+            raw_versions = m.get("versions") if isinstance(m.get("versions"), list) and m["role"] == "assistant" else []
+            versions = [v for v in (ReplyVersion.parse(r, when) for r in raw_versions) if v is not None]
+            shown = m.get("shown")
+            shown = shown if isinstance(shown, int) and not isinstance(shown, bool) and 0 <= shown <= len(versions) \
+                else len(versions)
+            messages.append(StoredMessage(m["role"], clean_text(m["content"]), reply_stats(m.get("stats")), when,
                                           [clean_text(p) for p in images if isinstance(p, str) and p and "\0" not in p],
-                                          INTERRUPTED if unfinished else ""))  # whoever was writing it is gone
+                                          INTERRUPTED if unfinished else "",  # whoever was writing it is gone
+                                          versions, shown))
         system = data.get("system_prompt", "")
         if not isinstance(system, str):
             raise ValueError("its system prompt is not text")
@@ -226,8 +244,7 @@ class ConversationStore:
         message with `new_user_text` (and its images). It is saved; `conv` is left as it was."""
         if not 0 <= upto_index < len(conv.messages) or conv.messages[upto_index].role != "user":
             raise ValueError(f"Message {upto_index} is not a user message of this conversation.")
-        kept = [StoredMessage(m.role, m.content, dict(m.stats) if m.stats else None, m.created, list(m.images), m.status)
-                for m in conv.messages[:upto_index]]
+        kept = [m.copy() for m in conv.messages[:upto_index]]
         branch = self.new(conv.system_prompt, conv.preset)
         branch.parent = conv.id
         images = list(conv.messages[upto_index].images)

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from desktop.engine.conversations import INTERRUPTED, STREAMING, Conversation, ConversationStore, StoredMessage
+from desktop.engine.reply_versions import succeed
 from desktop.protocol import (
     ChunkEvent, Done, ErrorEvent, PrefillDone, PrefillProgress, Queued, QueueDone, QueueUpdate,
 )
@@ -83,9 +84,10 @@ class Reply:
     """A reply to `conv`, written into `message`, which is `conv.messages[index]`: a new message
     appended at once (status STREAMING), or when `continuing` the interrupted reply at the end,
     which grows. `previous`: the reply a Regenerate took away; it comes back if no new text
-    arrives. Listeners get (reply, what), `what` one of: loading, queued, reading, progress,
-    writing, text, done, failed. After its end the message's status is "" (whole, also when
-    stopped) or INTERRUPTED (ended early by an error or by `stop(interrupted=True)`)."""
+    arrives, else it stays one of the new reply's versions (reply_versions.py). Listeners get
+    (reply, what), `what` one of: loading, queued, reading, progress, writing, text, done, failed.
+    After its end the message's status is "" (whole, also when stopped) or INTERRUPTED (ended
+    early by an error or by `stop(interrupted=True)`)."""
 
     def __init__(self, gateway: Any, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
                  previous: StoredMessage | None = None, continuing: bool = False,
@@ -100,6 +102,8 @@ class Reply:
             self.message = conv.messages[-1]
         else:
             self.message = StoredMessage("assistant", "")
+            if previous is not None:  # saved with it from its first words: a crash loses no version
+                succeed(self.message, previous)
             conv.messages.append(self.message)
         self.base = self.message.content  # what a continuation continues
         self.at = len(conv.messages) - 1  # where the reply's message is while it is written

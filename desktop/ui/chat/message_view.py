@@ -10,6 +10,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from desktop.engine.conversations import INTERRUPTED, StoredMessage
+from desktop.engine.reply_versions import count
 from desktop.ui.chat.message_widget import MessageWidget
 from desktop.ui.chat.notice import TurnNotice
 from desktop.ui.chat.style import CONTENT_MAX_WIDTH, muted
@@ -26,6 +27,7 @@ class MessageView(QScrollArea):
     regenerate_requested = Signal(int)
     replay_requested = Signal(int)
     continue_requested = Signal(int)
+    version_requested = Signal(int, int)  # the message's index, the version to show
     retry_requested = Signal()
     copied = Signal()
 
@@ -71,7 +73,7 @@ class MessageView(QScrollArea):
             widget.deleteLater()
         self._widgets = []
         for m in messages:
-            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED, images=m.images)
+            self.add(m)
         self._follow = True
         self._refresh()
 
@@ -82,6 +84,7 @@ class MessageView(QScrollArea):
         widget.regenerate_requested.connect(self.regenerate_requested)
         widget.replay_requested.connect(self.replay_requested)
         widget.continue_requested.connect(self.continue_requested)
+        widget.version_requested.connect(self.version_requested)
         widget.copied.connect(self.copied)
         self._list.insertWidget(self._list.count() - 1 - (self._notice is not None), widget)
         self._widgets.append(widget)
@@ -101,7 +104,13 @@ class MessageView(QScrollArea):
         """Redraw the messages from `index` on (after a reply ended and changed them)."""
         self.truncate(index)
         for m in messages[index:]:
-            self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED, images=m.images)
+            self.add(m)
+
+    def add(self, m: StoredMessage) -> MessageWidget:
+        """Show a saved message at the end (with its versions, a regenerated reply)."""
+        widget = self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED, images=m.images)
+        widget.set_versions(m.shown, count(m))
+        return widget
 
     def widgets(self) -> list[MessageWidget]:
         return list(self._widgets)

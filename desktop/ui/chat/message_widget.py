@@ -1,6 +1,6 @@
 """One message in the chat view: who wrote it, its text (the assistant's as Markdown), the
 badge of a reply, and its actions — Copy on every message, Edit on the user's, Regenerate on
-the last reply, Replay on a spoken reply (with a note when it could not be spoken). Before a
+the last reply (and "‹ 2/3 ›" to go through its kept versions), Replay on a spoken reply (with a note when it could not be spoken). Before a
 reply's first words it says what is happening (reading a long prompt: how far, with a bar); an
 interrupted reply says so, and the last one offers Retry and Continue."""
 
@@ -39,6 +39,7 @@ class MessageWidget(QFrame):
     regenerate_requested = Signal(int)
     replay_requested = Signal(int)
     continue_requested = Signal(int)
+    version_requested = Signal(int, int)  # the message's index, the version to show (0-based)
     copied = Signal()
 
     def __init__(self, role: str, text: str, index: int, stats: dict[str, Any] | None = None,
@@ -47,6 +48,8 @@ class MessageWidget(QFrame):
         self.role, self.index, self.interrupted = role, index, interrupted
         self._last = False  # the last message of its conversation (see set_can_regenerate)
         self._streaming = False
+        self._enabled = True  # actions that wait while a reply is written (set_actions_enabled)
+        self._version, self._versions = 0, 1  # the version shown (0-based), of how many
         self.request_id: str | None = (stats or {}).get("request_id")  # ties it to its spoken audio
         self.voice_state = VoiceState.NONE
         self.setObjectName("message")
@@ -64,6 +67,16 @@ class MessageWidget(QFrame):
         who.setFont(font)
         header.addWidget(who)
         header.addStretch(1)
+        self.previous_version = self._action("‹", "Previous version", lambda: self._go(-1))
+        self.version_label = QLabel()
+        self.version_label.setFont(small_font(self))
+        self.version_label.setStyleSheet(f"color: {muted(self).name()};")
+        self.next_version = self._action("›", "Next version", lambda: self._go(1))
+        for widget in (self.previous_version, self.version_label, self.next_version):
+            header.addWidget(widget)
+            widget.hide()
+        for arrow in (self.previous_version, self.next_version):
+            arrow.setFont(small_font(self, 2))  # "‹" at the small size is too small a target
         self.copy_button = self._action("Copy", "Copy this message as text", self._copy)
         self.edit_button = self._action("Edit", "Edit this message: sending it starts a new branch of the "
                                         "conversation (this one stays as it is)", lambda: self.edit_requested.emit(self.index))
@@ -130,6 +143,7 @@ class MessageWidget(QFrame):
         button = QToolButton(self)
         button.setText(text)
         button.setToolTip(tip)
+        button.setAccessibleName(tip if len(text) == 1 else text)  # the arrows are named by their tips
         button.setAutoRaise(True)
         button.setFont(small_font(self))
         button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -168,6 +182,28 @@ class MessageWidget(QFrame):
         self.badge.set_stats(stats)
         self.request_id = (stats or {}).get("request_id", self.request_id)
 
+    def set_versions(self, shown: int, total: int) -> None:
+        """The reply has `total` kept versions, `shown` (0-based) the one shown: "‹ 2/3 ›" on the
+        last reply when there is more than one."""
+        self._version, self._versions = shown, max(total, 1)
+        self.version_label.setText(f"{shown + 1}/{self._versions}")
+        self.version_label.setAccessibleName(f"Version {shown + 1} of {self._versions}")
+        self.version_label.setToolTip(f"Version {shown + 1} of {self._versions} of this reply")
+        self._sync_versions()
+
+    def _sync_versions(self) -> None:
+        show = self._last and self.role == "assistant" and self._versions > 1
+        for widget in (self.previous_version, self.version_label, self.next_version):
+            widget.setVisible(show)
+        can = self._enabled and not self._streaming  # while a reply streams the switcher waits
+        self.previous_version.setEnabled(can and self._version > 0)
+        self.next_version.setEnabled(can and self._version < self._versions - 1)
+
+    def _go(self, step: int) -> None:
+        to = self._version + step
+        if 0 <= to < self._versions:
+            self.version_requested.emit(self.index, to)
+
     def set_voice_state(self, state: VoiceState) -> None:
         """Show Replay as the reply's voice allows (see VoiceState)."""
         self.voice_state = state
@@ -200,6 +236,7 @@ class MessageWidget(QFrame):
         self._last = can
         whole = not (self.interrupted or self._streaming)
         self.regenerate_button.setVisible(can and self.role == "assistant" and whole)
+        self._sync_versions()
         if self._interrupted_row is not None:
             self.retry_button.setVisible(can)
             self.continue_button.setVisible(can)
@@ -215,7 +252,9 @@ class MessageWidget(QFrame):
         self.set_can_regenerate(self._last)
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        """Edit and Regenerate wait while a reply is being written."""
+        """Edit, Regenerate and the version switcher wait while a reply is being written."""
+        self._enabled = enabled
+        self._sync_versions()
         self.edit_button.setEnabled(enabled)
         self.regenerate_button.setEnabled(enabled)
         if self._interrupted_row is not None:

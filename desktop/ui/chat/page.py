@@ -13,11 +13,13 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.engine.presets import PresetStore
 from desktop.engine.reply import Reply
+from desktop.engine.reply_versions import count, switch
 from desktop.engine.voice import Voice
 from desktop.settings import Settings
 from desktop.ui.chat.composer import Composer
 from desktop.ui.chat.conversation_list import ConversationList
 from desktop.ui.chat.message_view import MessageView
+from desktop.ui.chat.message_widget import VoiceState
 from desktop.ui.chat.notice import QueueBanner
 from desktop.ui.chat.page_actions import PageActions
 from desktop.ui.chat.preset_bar import PresetBar
@@ -98,6 +100,7 @@ class ChatPage(PageActions, QWidget):
         view.regenerate_requested.connect(lambda _i: self.regenerate())
         view.retry_requested.connect(self.retry)
         view.continue_requested.connect(lambda _i: self.continue_reply())
+        view.version_requested.connect(self.show_version)
         view.copied.connect(lambda: self.status.emit("Copied to the clipboard"))
         composer.send_requested.connect(self.send)
         composer.refused.connect(self.status)
@@ -206,6 +209,26 @@ class ChatPage(PageActions, QWidget):
         self.view.truncate(len(msgs))
         self.view.clear_notice()
         self.turns.start(self.conv, previous)
+
+    def show_version(self, index: int, to: int) -> None:
+        """Show another kept version (0-based) of the last reply; the conversation goes on from it."""
+        msgs = self.conv.messages
+        if self.busy or index != len(msgs) - 1 or msgs[index].role != "assistant" or not switch(msgs[index], to):
+            return
+        msg, widget = msgs[index], self.view.widgets()[index]
+        self.speech.silence()
+        try:
+            self.store.save(self.conv)
+        except OSError as exc:
+            self.status.emit(f"Could not save the conversation: {exc.strerror or exc}")
+        widget.set_text(msg.content)
+        widget.request_id = None  # its own (a version's spoken audio), from its stats
+        widget.set_stats(msg.stats)
+        widget.set_versions(msg.shown, count(msg))
+        widget.set_voice_state(VoiceState.NONE)
+        self.speech.refresh()
+        self.refresh_list()
+        self.status.emit(f"Showing version {msg.shown + 1} of {count(msg)} of the reply")
 
     def retry(self) -> None:
         """After a failed, stopped or interrupted turn: ask again."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Coroutine
 from desktop.engine.conversations import INTERRUPTED, Conversation, StoredMessage
 from desktop.engine.export import stats_line
 from desktop.engine.reply import Phase, Reply
+from desktop.engine.reply_versions import count
 from desktop.ui.chat.message_widget import THINKING, MessageWidget
 from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, too_long
 
@@ -112,6 +113,7 @@ class Turns:
             return
         if len(page.view.widgets()) == reply.at:  # a new reply: its bubble
             page.view.append("assistant", reply.message.content)
+            page.view.widgets()[-1].set_versions(reply.message.shown, count(reply.message))
         self._widget(reply).set_streaming(True)
         self._draw(reply, reply.phase.value)
 
@@ -227,6 +229,7 @@ class Turns:
             widget.set_stats(reply.message.stats)
             widget.set_streaming(False)
             widget.set_interrupted(reply.message.status == INTERRUPTED)
+            widget.set_versions(reply.message.shown, count(reply.message))
         else:
             page.view.show_from(reply.at, reply.conv.messages)
             page.speech.refresh()
