@@ -67,3 +67,14 @@ def screenshot():
         return path
 
     return save
+
+
+@pytest.fixture
+def two_slot_gateway(aloop):
+    """A gateway on the tiny model's worker with two KV slots."""
+    from desktop.workers.config import WorkerConfig
+    from ui_helpers import start_gateway
+
+    gw = start_gateway(aloop, WorkerConfig(num_slots=2))
+    yield gw
+    aloop.run(gw.close())

@@ -15,16 +15,12 @@ from desktop.engine.reply_versions import count
 from desktop.protocol import ChunkEvent
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
-from desktop.workers.config import WorkerConfig
 from test_chat_page import Tap, idle, make_page, say
-from ui_helpers import start_gateway
 
 
 @pytest.fixture
-def gateway(aloop):
-    gw = start_gateway(aloop, WorkerConfig(num_slots=2))
-    yield gw
-    aloop.run(gw.close())
+def gateway(two_slot_gateway):
+    return two_slot_gateway
 
 
 @pytest.fixture
