@@ -46,7 +46,6 @@ import gc
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import threading

@@ -173,8 +173,7 @@ class Pool:
             mirror.context_length, mirror.supports_images = status.context_length, status.supports_images
         failed: list[Entry] = []
         if was_up and not mirror.up:
-            failed = [self._running.pop(e.request_id) for e in self.running(status.worker_id)]
-            failed += [self._queue.pop(e.request_id) for e in self.queued() if e.pin == status.worker_id]
+            failed = self._work_of(status.worker_id)
             mirror.reset(len(mirror.slots), mirror.capacity)
         elif mirror.up and not was_up:
             mirror.reset(status.num_slots, status.capacity)
@@ -195,11 +194,15 @@ class Pool:
         it are taken out and returned for the gateway to fail; the rest of the queue is dispatched
         to the other workers (and hears its new ETA)."""
         self.workers.pop(worker_id)
-        failed = [self._running.pop(e.request_id) for e in self.running(worker_id)]
-        failed += [self._queue.pop(e.request_id) for e in self.queued() if e.pin == worker_id]
+        failed = self._work_of(worker_id)
         self._dispatch()
         self._publish_positions()
         return failed
+
+    def _work_of(self, worker_id: str) -> list[Entry]:
+        """Take out what runs on a worker and what waits pinned to it (it went down or away)."""
+        failed = [self._running.pop(e.request_id) for e in self.running(worker_id)]
+        return failed + [self._queue.pop(e.request_id) for e in self.queued() if e.pin == worker_id]
 
     def mark_call(self, worker_id: str, session_id: str, paused: bool) -> None:
         """A voice call's session lives on this worker (live, or paused)."""
