@@ -10,6 +10,8 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, TextIO
 
+from desktop.api.limits import raise_open_files
+
 if TYPE_CHECKING:
     from desktop.model.params import SamplingParams
 
@@ -111,6 +113,7 @@ def has_display() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    raise_open_files()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.command == "gui":
@@ -220,6 +223,7 @@ def main_gui() -> int:
     """Entry point for the desktop window (`omnidesk-gui`); the model and the rest come from Settings."""
     from desktop.app import main_gui as run_gui
 
+    raise_open_files()  # the local API, conversations and recordings share one process's files
     return run_gui()
 
 

@@ -1,0 +1,209 @@
+"""Issue 19, item 10: no work before authorisation, and limits in the local API. The key and the
+body's size are checked before the body is read; heads and bodies are bounded in size and time;
+idle and slow connections are cut; connections past the bound get 503 with Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+import httpx
+import pytest
+
+from api_helpers import run
+from desktop.api.app import make_app
+from desktop.api.limits import Limits, raise_open_files
+from desktop.api.server import ApiServer, ApiState
+
+pytestmark = pytest.mark.hardening
+KEY = "k-12345678"
+CHAT = "/v1/chat/completions"
+
+
+@asynccontextmanager
+async def server(limits: Limits = Limits(), key: str | None = KEY) -> AsyncIterator[tuple[ApiServer, int]]:
+    """The API (no model: /health answers "no_model") on 127.0.0.1:<free port>."""
+    api = ApiServer(lambda k, local: make_app(lambda: None, key=k, local_only=local, limits=limits), limits)
+    status = await api.start("127.0.0.1", 0, key)
+    assert status.state is ApiState.LISTENING, status
+    try:
+        yield api, status.port
+    finally:
+        await api.stop()
+
+
+async def connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+async def response_of(reader: asyncio.StreamReader, within: float = 20.0) -> bytes:
+    """Everything the server sends until it closes (or `within` s pass: then what came)."""
+    data = b""
+    try:
+        async with asyncio.timeout(within):
+            while chunk := await reader.read(65536):
+                data += chunk
+    except (TimeoutError, ConnectionError):
+        pass
+    return data
+
+
+def head(path: str = CHAT, method: str = "POST", **headers: str) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"] + [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_without_the_key_the_body_is_never_read() -> None:
+    """In process: a 4 MB body without the key reads not one byte of it; the reply is 401."""
+    async def main() -> None:
+        app = make_app(lambda: None, key=KEY)
+        pulled = []
+
+        async def count(scope, receive, send):
+            async def counted():
+                message = await receive()
+                pulled.append(len(message.get("body", b"")))
+                return message
+            await app(scope, counted, send)
+
+        body = b'{"messages": [' + b'{"role": "user", "content": "xxxxxxxx"},' * 100_000 + b'{}]}'
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=count), base_url="http://api") as client:
+            r = await client.post(CHAT, content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+        assert sum(pulled) == 0, f"{sum(pulled):,} bytes of the body were read before the key was checked"
+    run(main())
+
+
+def test_a_huge_declared_body_is_refused_before_it_is_sent() -> None:
+    """Real server: headers that declare 50 MB and no body yet are answered at once: 401 without
+    the key, 413 with it (over the cap); neither waits for a byte of the body."""
+    async def main() -> None:
+        async with server() as (_, port):
+            for auth, status in (({}, b" 401 "), ({"Authorization": f"Bearer {KEY}"}, b" 413 ")):
+                reader, writer = await connect(port)
+                writer.write(head(Content_Type="application/json", Content_Length=str(50 << 20), **auth))
+                answer = await response_of(reader, within=20)
+                writer.close()
+                assert answer.startswith(b"HTTP/1.1") and status in answer.split(b"\r\n")[0], answer[:200]
+                assert b"connection: close" in answer.lower()
+    run(main())
+
+
+def test_a_streamed_body_over_the_cap_is_cut_at_the_cap() -> None:
+    """A chunked body (no Content-Length) is counted as it comes: 413 once past the cap, before
+    the rest is read, and nothing of it reaches the JSON parser."""
+    async def main() -> None:
+        limits = Limits(max_body_bytes=1 << 20)
+        sent = 0
+
+        async def chunks():
+            nonlocal sent
+            for _ in range(64):  # 64 × 256 KB: 16 MB offered
+                sent += 256 << 10
+                yield b" " * (256 << 10)
+
+        app = make_app(lambda: None, key=KEY, limits=limits)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api",
+                                     headers={"Authorization": f"Bearer {KEY}"}) as client:
+            r = await client.post(CHAT, content=chunks(), headers={"Content-Type": "application/json"})
+        assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large", r.text
+        assert "1.0 MB" in r.json()["error"]["message"]
+        assert sent <= 2 << 20, f"{sent:,} bytes were read for a 1 MB cap"
+    run(main())
+
+
+def test_a_huge_header_is_refused_without_reading_it_all() -> None:
+    """An 8 MB header is answered 431 (or the connection cut) long before the server has read it."""
+    async def main() -> None:
+        async with server() as (_, port):
+            reader, writer = await connect(port)
+            writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
+            sent, cut = 0, False
+            try:
+                for _ in range(128):  # 128 × 64 KB
+                    writer.write(b"a" * (64 << 10))
+                    await asyncio.wait_for(writer.drain(), 20)
+                    sent += 64 << 10
+            except (ConnectionError, TimeoutError):
+                cut = True
+            answer = await response_of(reader, within=20)
+            writer.close()
+            assert cut or b" 431 " in answer.split(b"\r\n")[0], (sent, answer[:200])
+            assert not answer or b" 431 " in answer.split(b"\r\n")[0], answer[:200]
+    run(main())
+
+
+def test_a_slow_head_is_cut_in_bounded_time() -> None:
+    """Slowloris: headers at a byte every 0.1 s keep no connection beyond the head timeout (1 s
+    here; the test allows 30); a connection that sends nothing at all is closed too."""
+    async def main() -> None:
+        async with server(Limits(head_timeout_s=1.0)) as (_, port):
+            idle_reader, idle_writer = await connect(port)
+            reader, writer = await connect(port)
+
+            async def trickle() -> None:
+                writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                while True:
+                    writer.write(b"x")
+                    await writer.drain()
+                    await asyncio.sleep(0.1)
+
+            task = asyncio.ensure_future(trickle())
+            answer = await response_of(reader, within=30)
+            trickling = not task.done()
+            task.cancel()
+            assert reader.at_eof() or not trickling, "a connection sending its headers a byte at a time was never cut"
+            assert not answer or answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert await response_of(idle_reader, within=30) == b"" and idle_reader.at_eof()
+            writer.close()
+            idle_writer.close()
+    run(main())
+
+
+def test_idle_connections_are_bounded_and_the_next_one_gets_503_with_retry_after() -> None:
+    """200 idle connections against a bound of 20 (+ 10 waiting): the server holds at most 30
+    sockets for them, the first past the bound to ask gets 503 with Retry-After, and once the
+    idle ones time out a request is served again."""
+    async def main() -> None:
+        limits = Limits(max_connections=20, max_waiting=10, head_timeout_s=2.0, retry_after_s=3)
+        async with server(limits, key=None) as (api, port):
+            before = open_fds()
+            idle = [await connect(port) for _ in range(20)]
+            reader, writer = await connect(port)  # the 21st: waiting room
+            extra = [await connect(port) for _ in range(179)]
+            await asyncio.sleep(0.3)
+            held = open_fds() - before - 200  # the server's side of the 200 client sockets
+            assert held <= 30, f"the server holds {held} sockets for idle connections (bound 20 + 10)"
+            writer.write(head("/health", "GET"))
+            answer = await response_of(reader, within=20)
+            first = answer.split(b"\r\n\r\n")[0].lower()
+            assert first.startswith(b"http/1.1 503") and b"retry-after: 3" in first, answer[:300]
+            assert b"too_many_connections" in answer
+            for r, _ in idle:  # all cut by the head timeout
+                assert await response_of(r, within=20) == b""
+            for _, w in idle + extra + [(reader, writer)]:
+                w.close()
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as client:
+                assert (await client.get("/health")).status_code == 200
+    run(main())
+
+
+def test_the_open_file_limit_is_raised_as_far_as_the_hard_limit_allows() -> None:
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = min(256, soft)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+        got = raise_open_files(4096)
+        want = 4096 if hard == resource.RLIM_INFINITY else min(4096, hard)
+        assert got == (want, hard) and resource.getrlimit(resource.RLIMIT_NOFILE)[0] == want
+        assert raise_open_files(300) == (want, hard)  # never lowered
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
