@@ -60,6 +60,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_raw = 0  # bytes received while reading the head (a bound on its size)
         self._head_size = 0  # the head's size as parsed (the URL and the headers)
+        self._write_timer: asyncio.TimerHandle | None = None  # runs while the client reads nothing
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -82,6 +83,9 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self.gate.served.discard(self)
         self.gate.waiting.discard(self)
         self._cancel_head_timer()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -117,6 +121,24 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().on_response_complete()
         if not self.transport.is_closing():
             self._expect_head()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.limits.write_stall_s, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        """The client has read nothing for write_stall_s: drop it (the app sees a disconnect)."""
+        self._write_timer = None
+        log.info("Local API: a client read nothing of its response for %g s; its connection was closed",
+                 self.limits.write_stall_s)
+        self.transport.abort()
 
     def _expect_head(self) -> None:
         self._cancel_head_timer()

@@ -16,7 +16,8 @@ class Limits:
     needs for conversations, recordings and models); up to `max_waiting` more are answered 503
     with Retry-After, any beyond are dropped at once. A request's line and headers must arrive
     within `head_timeout_s` of the connection opening (or of the previous response) and hold at
-    most `max_head_bytes`; its body within `body_timeout_s` and at most `max_body_bytes`."""
+    most `max_head_bytes`; its body within `body_timeout_s` and at most `max_body_bytes`. A
+    client that stops reading its response is cut after `write_stall_s` (its request cancelled)."""
 
     max_connections: int = 64
     max_waiting: int = 64
@@ -24,13 +25,14 @@ class Limits:
     max_body_bytes: int = 32 << 20  # an image at the 20 MB limit, base64-encoded, and the conversation
     head_timeout_s: float = 10.0
     body_timeout_s: float = 60.0
+    write_stall_s: float = 60.0
     keep_alive_s: int = 5  # an idle connection between requests is closed after this long
     retry_after_s: int = 2
 
     def __post_init__(self) -> None:
         if min(self.max_connections, self.max_head_bytes, self.max_body_bytes) < 1 or self.max_waiting < 0:
             raise ValueError(f"Invalid API limits: {self}")
-        if min(self.head_timeout_s, self.body_timeout_s, self.keep_alive_s, self.retry_after_s) <= 0:
+        if min(self.head_timeout_s, self.body_timeout_s, self.write_stall_s, self.keep_alive_s, self.retry_after_s) <= 0:
             raise ValueError(f"Invalid API timeouts: {self}")
 
 

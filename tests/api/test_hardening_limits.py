@@ -195,6 +195,38 @@ def test_idle_connections_are_bounded_and_the_next_one_gets_503_with_retry_after
     run(main())
 
 
+def test_a_client_that_stops_reading_is_cut_and_its_reply_ends() -> None:
+    """A client that asks for a long reply and reads none of it is dropped after write_stall_s
+    (1 s here; the test allows 30), and the app is told (as a disconnect, which cancels a chat)."""
+    async def main() -> None:
+        told = asyncio.Event()
+
+        async def endless(scope, receive, send) -> None:
+            await receive()  # the (empty) body
+
+            async def write() -> None:
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+                while not told.is_set():
+                    await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+            writer = asyncio.ensure_future(write())
+            if (await receive())["type"] == "http.disconnect":
+                told.set()
+            writer.cancel()
+
+        api = ApiServer(lambda k, local: endless, Limits(write_stall_s=1.0))
+        status = await api.start("127.0.0.1", 0)
+        try:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", status.port))
+            sock.sendall(head("/", "GET"))  # and never reads
+            await asyncio.wait_for(told.wait(), 30)
+            sock.close()
+        finally:
+            await api.stop()
+    run(main())
+
+
 def test_the_open_file_limit_is_raised_as_far_as_the_hard_limit_allows() -> None:
     resource = pytest.importorskip("resource")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
