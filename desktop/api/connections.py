@@ -1,5 +1,5 @@
 """uvicorn's HTTP connection (httptools) with the API's limits: a bounded number of connections
-(503 with Retry-After past it), request heads of bounded size that must arrive in bounded time."""
+(503 with Retry-After past it), bounded heads in bounded time, no response stuck on a client."""
 
 from __future__ import annotations
 
