@@ -231,20 +231,19 @@ def _chat(args: argparse.Namespace) -> int:
         if command == "/stats":
             print(stats_text(client.worker.counters.snapshot()))
             continue
+        previous = None  # the reply /regen replaces (kept as a version of the new one)
         if command == "/regen":
             if chat.last_role() not in ("assistant", "user"):
                 print("(nothing to regenerate yet)")
                 continue
-            if chat.last_role() == "assistant":
-                chat.drop_last()
+            previous = chat.take_reply()
         else:
             chat.add_user(line)
         try:
             msgs = parse_messages(chat.request(images=lm.supports_images))
         except OmnideskError as err:
             print(f"error: {err.message}", file=sys.stderr)
-            if command != "/regen":
-                chat.drop_last()
+            undo_turn(chat, previous, command)
             continue
         rid = uuid.uuid4().hex[:8]
         print("assistant> ", end="", flush=True)
@@ -263,11 +262,18 @@ def _chat(args: argparse.Namespace) -> int:
         print()
         if isinstance(done, ErrorEvent):
             print(f"error: {done.message}", file=sys.stderr)
-            if chat.last_role() == "user" and command != "/regen":
-                chat.drop_last()
+            undo_turn(chat, previous, command)
             continue
-        chat.add_reply(done.text, done.stats)
+        chat.add_reply(done.text, done.stats, replaces=previous)
         print(badge(done.stats), file=sys.stderr)
+
+
+def undo_turn(chat, previous, command: str | None) -> None:
+    """A turn whose reply failed: /regen's reply back in place, else the message taken off."""
+    if command == "/regen":
+        chat.put_back(previous)
+    else:
+        chat.drop_last()
 
 
 def leave(chat) -> int:

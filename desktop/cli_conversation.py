@@ -9,6 +9,7 @@ from typing import Any
 
 from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.engine.reply import request_messages
+from desktop.engine.reply_versions import succeed
 
 LIST_MAX = 20  # conversations listed by /list and --list (the newest)
 
@@ -99,17 +100,32 @@ class TerminalConversation:
         self.conv.messages.append(StoredMessage(role="user", content=text))
         self.save()
 
-    def add_reply(self, text: str, stats: Any = None) -> None:
-        """A finished (or stopped) reply, with its TokenStats."""
-        self.conv.messages.append(StoredMessage(role="assistant", content=text,
-                                                stats=asdict(stats) if stats is not None else None))
+    def add_reply(self, text: str, stats: Any = None, replaces: StoredMessage | None = None) -> None:
+        """A finished (or stopped) reply, with its TokenStats; `replaces`: the reply it was
+        regenerated from, kept as one of its versions (as the window's Regenerate keeps it)."""
+        reply = StoredMessage(role="assistant", content=text, stats=asdict(stats) if stats is not None else None)
+        if replaces is not None:
+            succeed(reply, replaces)
+        self.conv.messages.append(reply)
         self.save()
+
+    def take_reply(self) -> StoredMessage | None:
+        """Take the last reply off to regenerate it (not saved: until the new one is, the file
+        keeps it); None when the conversation does not end with a reply."""
+        if self.last_role() != "assistant":
+            return None
+        return self.conv.messages.pop()
+
+    def put_back(self, reply: StoredMessage | None) -> None:
+        """A reply taken to regenerate, back where it was (the new one failed)."""
+        if reply is not None:
+            self.conv.messages.append(reply)
 
     def last_role(self) -> str | None:
         return self.conv.messages[-1].role if self.conv.messages else None
 
     def drop_last(self) -> None:
-        """Remove the last message (a reply to regenerate, or a message whose reply failed)."""
+        """Remove the last message (one whose reply failed)."""
         if self.conv.messages:
             self.conv.messages.pop()
             self.save()

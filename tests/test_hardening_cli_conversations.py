@@ -73,6 +73,15 @@ def test_every_turn_is_saved_and_resume_continues_the_newest(monkeypatch, capsys
     assert [c for _, c in sent[0] if _ != "system"][:3] == ["Hello there", first.messages[1].content, "And then?"]
 
 
+def test_regen_keeps_the_earlier_reply_as_a_version_as_the_window_does(monkeypatch, capsys):
+    typed(monkeypatch, ["Hello", "/regen", "/regen", "/quit"])
+    assert cli.main(ARGS) == 0
+    (conv,) = saved()
+    assert [m.role for m in conv.messages] == ["user", "assistant"]
+    reply = conv.messages[1]
+    assert len(reply.versions) == 2 and reply.shown == 2 and all(v.content for v in reply.versions)
+
+
 def test_resume_by_id_or_title_and_the_lists(monkeypatch, capsys):
     store = ConversationStore.default()
     older = store.new("Be brief.")
