@@ -168,9 +168,9 @@ def _chat(args: argparse.Namespace) -> int:
         print(f"omnidesk: {store.notice}", file=sys.stderr)
     resumed = find(store, args.resume) if args.resume is not None else None
     if args.resume is not None and resumed is None:
-        why = (f"no saved conversation's id or title starts with {args.resume.strip()!r}" if args.resume.strip()
-               else "there is no saved conversation yet")
-        print(f"omnidesk: {why}; `omnidesk chat --list` lists them.", file=sys.stderr)
+        why = (f"no saved conversation's id or title starts with {args.resume.strip()!r}; `omnidesk chat --list` "
+               "lists them" if args.resume.strip() else "there is no saved conversation to resume yet")
+        print(f"omnidesk: {why}.", file=sys.stderr)
         return 2
     torch.set_num_threads(max(1, args.threads))
     settings, warning = load_settings()
