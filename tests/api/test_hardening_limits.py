@@ -239,3 +239,20 @@ def test_the_open_file_limit_is_raised_as_far_as_the_hard_limit_allows() -> None
         assert raise_open_files(300) == (want, hard)  # never lowered
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_app_raises_the_open_file_limit_at_start(monkeypatch, tmp_path, capsys) -> None:
+    """Every start goes through cli.main (`omnidesk`, `python -m desktop`) or cli.main_gui."""
+    resource = pytest.importorskip("resource")
+    from desktop import cli
+
+    monkeypatch.setenv("OMNIDESK_DATA_DIR", str(tmp_path))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip("the hard limit leaves nothing to raise")
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        assert cli.main(["chat", "--list"]) == 0
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 256
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
