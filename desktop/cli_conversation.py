@@ -12,11 +12,13 @@ from desktop.engine.reply import request_messages
 from desktop.engine.reply_versions import succeed
 
 LIST_MAX = 20  # conversations listed by /list and --list (the newest)
+ID_PREFIX_MIN = 4  # a shorter --resume query is only looked for in titles
 
 
 def find(store: ConversationStore, query: str) -> Conversation | None:
     """The conversation `--resume QUERY` means: the newest for an empty query, else the one with
-    that id, or whose id starts with it, or the newest whose title starts with it (any case)."""
+    that id, or the only one whose id starts with it (4 characters or more), or the newest whose
+    title starts with it (any case)."""
     convs = store.list()
     query = query.strip()
     if not query:
@@ -24,7 +26,7 @@ def find(store: ConversationStore, query: str) -> Conversation | None:
     exact = store.get(query)
     if exact is not None:
         return exact
-    by_id = [c for c in convs if c.id.startswith(query.lower())]
+    by_id = [c for c in convs if c.id.startswith(query.lower())] if len(query) >= ID_PREFIX_MIN else []
     if len(by_id) == 1:
         return by_id[0]
     folded = query.casefold()

@@ -50,10 +50,10 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
              metrics: Metrics | None = None, local_only: bool = False, limits: Limits = Limits()) -> FastAPI:
     """The ASGI app. `engine()` is read on every request, so the API follows model reloads;
     `loading()` tells a model on its way (503 with Retry-After) from none; with `key`, every
-    request needs `Authorization: Bearer <key>`, checked (with the body's size, `limits`) before
-    the body is read. `local_only` (served on loopback) refuses a Host
-    header that is not this computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS
-    rebinding) cannot use the API through the user's browser."""
+    request needs `Authorization: Bearer <key>`, checked (with the body's size: `limits`) before
+    the body is read. `local_only` (served on loopback) refuses a Host header that is not this
+    computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS rebinding) cannot use
+    the API through the user's browser."""
     app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None,
                   telemetry=NO_TELEMETRY)
 
@@ -105,7 +105,7 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         return {"status": "ok" if eng else "loading" if loading() else "no_model", "model": eng.model if eng else None}
 
     _handlers(app)
-    app.add_middleware(GuardRequests, key=key, limits=limits)  # the innermost of the three
+    app.add_middleware(GuardRequests, key=key, limits=limits)  # innermost: inside the Host check and the counting
     if local_only:
         app.add_middleware(LocalHostOnly)
     if metrics is not None:
