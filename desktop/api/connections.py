@@ -16,12 +16,24 @@ log = logging.getLogger(__name__)
 
 
 class Gate:
-    """The connections of one server: those served, and those waiting for their 503."""
+    """The connections of one server: those served (oldest first), and those waiting for their 503."""
 
     def __init__(self) -> None:
-        self.served: set[asyncio.Protocol] = set()
-        self.waiting: set[asyncio.Protocol] = set()
+        self.served: dict[LimitedHttpProtocol, None] = {}
+        self.waiting: set[LimitedHttpProtocol] = set()
         self.dropped = 0  # connections closed at once: even the waiting room was full
+        self.evicted = 0  # idle connections closed to serve a new one
+
+    def evict_idle(self) -> bool:
+        """Close the oldest served connection that is waiting for a request and has sent none of
+        it (a new client is worth more than an idle one); False when every one is busy."""
+        for conn in self.served:
+            if conn.idle:
+                del self.served[conn]
+                self.evicted += 1
+                conn.transport.abort()
+                return True
+        return False
 
 
 def closing(error: ApiError) -> Any:
@@ -65,8 +77,8 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         gate = self.gate
-        if len(gate.served) < self.limits.max_connections:
-            gate.served.add(self)
+        if len(gate.served) < self.limits.max_connections or gate.evict_idle():
+            gate.served[self] = None
         elif len(gate.waiting) < self.limits.max_waiting:
             gate.waiting.add(self)
             self.app = self.busy  # its request, once its head has come, is answered 503
@@ -80,13 +92,18 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._expect_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.gate.served.discard(self)
+        self.gate.served.pop(self, None)
         self.gate.waiting.discard(self)
         self._cancel_head_timer()
         if self._write_timer is not None:
             self._write_timer.cancel()
             self._write_timer = None
         super().connection_lost(exc)
+
+    @property
+    def idle(self) -> bool:
+        """Waiting for a request of which not a byte has come (new, or kept alive after a response)."""
+        return self._head_timer is not None and self._head_raw == 0 and not self.transport.is_closing()
 
     def data_received(self, data: bytes) -> None:
         reading_head = self._head_timer is not None

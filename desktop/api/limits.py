@@ -13,8 +13,9 @@ OPEN_FILES_WANTED = 8192  # the soft limit asked for at start (a desktop's defau
 @dataclass(frozen=True, slots=True)
 class Limits:
     """`max_connections` are served at once (well below the open-file limit, which the app also
-    needs for conversations, recordings and models); up to `max_waiting` more are answered 503
-    with Retry-After, any beyond are dropped at once. A request's line and headers must arrive
+    needs for conversations, recordings and models); when all are taken, a new one takes the place
+    of the oldest idle one (no byte of a request yet), else up to `max_waiting` more are answered
+    503 with Retry-After, and any beyond are dropped at once. A request's line and headers must arrive
     within `head_timeout_s` of the connection opening (or of the previous response) and hold at
     most `max_head_bytes`; its body within `body_timeout_s` and at most `max_body_bytes`. A
     client that stops reading its response is cut after `write_stall_s` (its request cancelled)."""
