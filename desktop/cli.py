@@ -10,12 +10,16 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, TextIO
 
+from desktop.api.limits import raise_open_files
+
 if TYPE_CHECKING:
     from desktop.model.params import SamplingParams
 
-HELP = ("Commands: /regen (new reply to the last message), /reset (new conversation), /stats (cache and speed "
-        "so far), /help, /quit. Start a message with // to send one that begins with /.")
-COMMANDS = ("/regen", "/reset", "/stats", "/help", "/quit", "/exit")
+HELP = ("Commands: /regen (new reply to the last message), /reset (new conversation), /list (saved conversations), "
+        "/stats (cache and speed so far), /help, /quit. Start a message with // to send one that begins with /. "
+        "Every message is saved: `omnidesk chat --resume` continues the last conversation.")
+COMMANDS = ("/regen", "/reset", "/list", "/stats", "/help", "/quit", "/exit")
+CTRL_C_AGAIN = "(Press Ctrl+C again to leave; the conversation is saved. /quit leaves too.)"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -33,6 +37,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="0 always picks the likeliest word (default: the app's setting, as the window samples)")
     p.add_argument("--cache-mode", default="imc+spc", choices=["off", "spc", "imc", "imc+spc"])
     p.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1), help="CPU threads for the model")
+    p.add_argument("--resume", nargs="?", const="", default=None, metavar="ID-OR-TITLE",
+                   help="continue a saved conversation (the window's too): alone, the most recent; else the one "
+                        "whose id or title starts with this")
+    p.add_argument("--list", action="store_true", help="list the saved conversations and exit")
     return p.parse_args(argv)
 
 
@@ -111,8 +119,15 @@ def has_display() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    raise_open_files()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.list:  # no model needed
+        from desktop.cli_conversation import listing
+        from desktop.engine.conversations import ConversationStore
+
+        print(listing(ConversationStore.default()))
+        return 0
     if args.command == "gui":
         given = [a.split("=")[0] for a in (sys.argv[1:] if argv is None else argv) if a.startswith("--")]
         if given and has_display():
@@ -137,15 +152,26 @@ def main(argv: list[str] | None = None) -> int:
 def _chat(args: argparse.Namespace) -> int:
     import torch
 
-    from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
+    from desktop.cli_conversation import TerminalConversation, find, listing
+    from desktop.engine.conversations import ConversationStore
+    from desktop.engine.presets import PresetStore
+    from desktop.errors import OmnideskError
     from desktop.model.loader import ModelSpec, load_model
-    from desktop.model.messages import Message
+    from desktop.model.messages import parse_messages
+    from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
+    from desktop.settings import load_settings
     from desktop.workers.config import WorkerConfig
     from desktop.workers.local import LocalClient
 
-    from desktop.engine.presets import PresetStore
-    from desktop.settings import load_settings
-
+    store = ConversationStore.default()
+    if store.notice:
+        print(f"omnidesk: {store.notice}", file=sys.stderr)
+    resumed = find(store, args.resume) if args.resume is not None else None
+    if args.resume is not None and resumed is None:
+        why = (f"no saved conversation's id or title starts with {args.resume.strip()!r}; `omnidesk chat --list` "
+               "lists them" if args.resume.strip() else "there is no saved conversation to resume yet")
+        print(f"omnidesk: {why}.", file=sys.stderr)
+        return 2
     torch.set_num_threads(max(1, args.threads))
     settings, warning = load_settings()
     if warning:
@@ -154,16 +180,32 @@ def _chat(args: argparse.Namespace) -> int:
     lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=Progress())
     client = LocalClient(lm, WorkerConfig(cache_mode=args.cache_mode))
     prompt = system_prompt(args, settings.system_preset, PresetStore())
-    system = [Message("system", prompt)] if prompt else []
-    msgs: list[Message] = list(system)
+    preset = settings.system_preset if args.system is None else ""
+    if resumed is not None:
+        chat = TerminalConversation(store, resumed)
+        if args.system is not None:  # else it keeps the prompt it was written with
+            resumed.system_prompt = args.system
+    else:
+        chat = TerminalConversation.start(store, prompt, preset)
     print(f"{lm.name} on {lm.device} ({lm.dtype}), context {lm.context_length} tokens; temperature {params.temperature:g}, "
           f"replies up to {params.max_tokens} tokens. {HELP}", file=sys.stderr)
+    if resumed is not None:
+        print(chat.recap(lm.supports_images), file=sys.stderr)
     interactive = sys.stdin.isatty()
+    interrupted = False  # the last thing at the prompt was a Ctrl+C
     while True:
         try:
             line = input("you> " if interactive else "")
         except EOFError:
-            return 0
+            return leave(chat)
+        except KeyboardInterrupt:  # a second one in a row leaves; nothing is lost either way
+            print(file=sys.stderr)
+            if interrupted:
+                return leave(chat)
+            interrupted = True
+            print(CTRL_C_AGAIN, file=sys.stderr)
+            continue
+        interrupted = False
         line = line.strip()
         if not line:
             continue
@@ -174,27 +216,38 @@ def _chat(args: argparse.Namespace) -> int:
         if line.startswith("//"):
             line = line[1:]
         if command in ("/quit", "/exit"):
-            return 0
+            return leave(chat)
         if command == "/help":
             print(HELP)
             continue
+        if command == "/list":
+            print(listing(store))
+            continue
         if command == "/reset":
-            msgs = list(system)
-            print("(new conversation)")
+            was = chat.describe() if chat.saved else ""
+            chat = TerminalConversation.start(store, prompt, preset)
+            print(f"(new conversation){' — the last one: ' + was if was else ''}")
             continue
         if command == "/stats":
             print(stats_text(client.worker.counters.snapshot()))
             continue
+        previous = None  # the reply /regen replaces (kept as a version of the new one)
         if command == "/regen":
-            if not msgs or msgs[-1].role != "assistant":
+            if chat.last_role() not in ("assistant", "user"):
                 print("(nothing to regenerate yet)")
                 continue
-            msgs.pop()
+            previous = chat.take_reply()
         else:
-            msgs.append(Message("user", line))
+            chat.add_user(line)
+        try:
+            msgs = parse_messages(chat.request(images=lm.supports_images))
+        except OmnideskError as err:
+            print(f"error: {err.message}", file=sys.stderr)
+            undo_turn(chat, previous, command)
+            continue
         rid = uuid.uuid4().hex[:8]
         print("assistant> ", end="", flush=True)
-        stream = client.stream(Chat(rid, tuple(msgs), params))
+        stream = client.stream(Chat(rid, msgs, params))
         done = None
         while done is None:
             try:
@@ -209,17 +262,32 @@ def _chat(args: argparse.Namespace) -> int:
         print()
         if isinstance(done, ErrorEvent):
             print(f"error: {done.message}", file=sys.stderr)
-            if msgs and msgs[-1].role == "user" and command != "/regen":
-                msgs.pop()
+            undo_turn(chat, previous, command)
             continue
-        msgs.append(Message("assistant", done.text))
+        chat.add_reply(done.text, done.stats, replaces=previous)
         print(badge(done.stats), file=sys.stderr)
+
+
+def undo_turn(chat, previous, command: str | None) -> None:
+    """A turn whose reply failed: /regen's reply back in place, else the message taken off."""
+    if command == "/regen":
+        chat.put_back(previous)
+    else:
+        chat.drop_last()
+
+
+def leave(chat) -> int:
+    """Leave the chat, saying where the conversation is kept (`chat`: a TerminalConversation)."""
+    if chat.saved:
+        print(chat.describe(), file=sys.stderr)
+    return 0
 
 
 def main_gui() -> int:
     """Entry point for the desktop window (`omnidesk-gui`); the model and the rest come from Settings."""
     from desktop.app import main_gui as run_gui
 
+    raise_open_files()  # the local API, conversations and recordings share one process's files
     return run_gui()
 
 

@@ -4,14 +4,13 @@ clients queue, route by history hash and reuse the KV cache; errors keep OpenAI'
 
 from __future__ import annotations
 
-import hmac
 import logging
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
@@ -19,6 +18,8 @@ from starlette.exceptions import HTTPException
 from desktop.api import schemas
 from desktop.api.errors import ApiError, from_exception, no_model
 from desktop.api.metrics import Metrics
+from desktop.api.guard import GuardRequests
+from desktop.api.limits import Limits
 from desktop.api.middleware import CountResponses, LocalHostOnly
 from desktop.api.replies import EventStream, reply_events, reply_json
 from desktop.errors import OmnideskError, QueueFullError
@@ -46,22 +47,15 @@ EngineSource = Callable[[], "Engine | None"]  # None: no model can answer now
 
 
 def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[[], bool] = lambda: False,
-             metrics: Metrics | None = None, local_only: bool = False) -> FastAPI:
+             metrics: Metrics | None = None, local_only: bool = False, limits: Limits = Limits()) -> FastAPI:
     """The ASGI app. `engine()` is read on every request, so the API follows model reloads;
     `loading()` tells a model on its way (503 with Retry-After) from none; with `key`, every
-    request needs `Authorization: Bearer <key>`. `local_only` (served on loopback) refuses a Host
-    header that is not this computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS
-    rebinding) cannot use the API through the user's browser."""
+    request needs `Authorization: Bearer <key>`, checked (with the body's size: `limits`) before
+    the body is read. `local_only` (served on loopback) refuses a Host header that is not this
+    computer's: a web page whose domain was re-pointed at 127.0.0.1 (DNS rebinding) cannot use
+    the API through the user's browser."""
     app = FastAPI(title="Omnidesk local API", docs_url=None, redoc_url=None, openapi_url=None,
                   telemetry=NO_TELEMETRY)
-
-    async def authorize(request: Request) -> None:
-        if key is None:
-            return
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), key.encode()):
-            raise ApiError(401, "Missing or incorrect API key: send it as 'Authorization: Bearer <key>' "
-                           "(the key is in Omnidesk's settings, Local API server).", code="invalid_api_key")
 
     def current() -> Engine:
         eng = engine()
@@ -69,12 +63,12 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
             raise no_model(loading())
         return eng
 
-    @app.get("/v1/models", dependencies=[Depends(authorize)])
+    @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         eng = engine()
         return {"object": "list", "data": [_model(eng.model)] if eng else []}
 
-    @app.get("/v1/models/{name:path}", dependencies=[Depends(authorize)])
+    @app.get("/v1/models/{name:path}")
     async def model(name: str) -> dict[str, Any]:
         eng = engine()
         if eng is None or name != eng.model:
@@ -82,7 +76,7 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
                            code="model_not_found", param="model")
         return _model(eng.model)
 
-    @app.post("/v1/chat/completions", dependencies=[Depends(authorize)])
+    @app.post("/v1/chat/completions")
     async def chat(body: schemas.ChatRequest, request: Request) -> Response:
         eng = current()
         body.refuse_unsupported()
@@ -99,18 +93,19 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return JSONResponse(await reply_json(stream, request, cid, eng.model, created))
 
-    @app.get("/metrics", dependencies=[Depends(authorize)])
+    @app.get("/metrics")
     async def prometheus() -> Response:
         if metrics is None:
             raise ApiError(404, "Metrics are not enabled.", code="not_found")
         return Response(metrics.render(), media_type=metrics.content_type)
 
-    @app.get("/health", dependencies=[Depends(authorize)])
+    @app.get("/health")
     async def health() -> dict[str, Any]:
         eng = engine()
         return {"status": "ok" if eng else "loading" if loading() else "no_model", "model": eng.model if eng else None}
 
     _handlers(app)
+    app.add_middleware(GuardRequests, key=key, limits=limits)  # innermost: inside the Host check and the counting
     if local_only:
         app.add_middleware(LocalHostOnly)
     if metrics is not None:

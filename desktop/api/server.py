@@ -17,6 +17,8 @@ import anyio
 import uvicorn
 
 from desktop.api.address import is_loopback
+from desktop.api.connections import limited_protocol
+from desktop.api.limits import Limits
 
 log = logging.getLogger(__name__)
 GRACE_S = 1.0  # on stop, running responses get this long before they are cancelled
@@ -55,11 +57,13 @@ class ApiStatus:
 
 class ApiServer:
     """One uvicorn server at a time. `make_app(key, local_only)` builds the ASGI app for a start
-    (local_only: served on loopback); listeners are called with each new ApiStatus. Call
-    everything on the app's loop."""
+    (local_only: served on loopback); listeners are called with each new ApiStatus. `limits`
+    bound its connections and their request heads (the app bounds the bodies). Call everything
+    on the app's loop."""
 
-    def __init__(self, make_app: Callable[[str | None, bool], Any]) -> None:
+    def __init__(self, make_app: Callable[[str | None, bool], Any], limits: Limits = Limits()) -> None:
         self._make_app = make_app
+        self.limits = limits
         self.listeners: list[Callable[[ApiStatus], None]] = []
         self.status = ApiStatus(ApiState.OFF)
         self._server: uvicorn.Server | None = None
@@ -86,10 +90,11 @@ class ApiServer:
                 why = exc.strerror or str(exc)
                 return self._set(ApiStatus(ApiState.ERROR, host, port, f"Could not listen on {host}:{port}: {why}."))
             try:
-                # http="auto": httptools (pinned) when installed, else h11
+                # httptools (pinned), with the limits on connections and heads (connections.py)
                 config = uvicorn.Config(self._make_app(key, is_loopback(host)), lifespan="off", log_config=None, access_log=False,
                                         proxy_headers=False, server_header=False, ws="none",
-                                        timeout_graceful_shutdown=GRACE_S)
+                                        timeout_graceful_shutdown=GRACE_S, http=limited_protocol(self.limits),
+                                        timeout_keep_alive=self.limits.keep_alive_s)
                 config.load()
                 server = uvicorn.Server(config)
                 server.lifespan = config.lifespan_class(config)
