@@ -17,6 +17,7 @@ from typing import Iterable
 
 from desktop.errors import OmnideskError
 from desktop.recording.reader import meta_from_name, read_meta
+from desktop.recording.sane import check_meta, epoch, offset
 
 log = logging.getLogger(__name__)
 _TAIL = 64 * 1024  # the end of a timeline read for the last event's time
@@ -34,6 +35,7 @@ class Summary:
     complete: bool  # False: still recording (`live`), or the app stopped before its end
     video: bool
     live: bool = False  # being recorded now by this app (else an unfinished one was cut short)
+    damaged: str = ""  # what is wrong with its meta.json (impossible times): shown, never raised
 
     @property
     def name(self) -> str:
@@ -67,21 +69,22 @@ def summarize(folder: Path, live: bool = False) -> Summary | None:
     (it counts only while the folder has no end written)."""
     if not is_recording(folder):
         return None
-    meta = read_meta(folder) or meta_from_name(folder)
-    started = _float(meta.get("started_at"))
-    ended = meta.get("ended_at")
-    if isinstance(ended, (int, float)) and not isinstance(ended, bool) and ended >= started:
-        duration, complete = float(ended) - started, True
+    meta, problems = check_meta(read_meta(folder) or meta_from_name(folder))
+    started = epoch(meta.get("started_at")) or epoch(meta_from_name(folder).get("started_at")) or 0.0
+    ended = epoch(meta.get("ended_at"))
+    if ended is not None and started > 0 and ended >= started:
+        duration, complete = ended - started, True
     else:
-        duration, complete = last_time(folder / "timeline.jsonl"), False
-    return Summary(folder, "chat" if meta.get("type") == "chat" else "call", str(meta.get("title") or ""),
-                   str(meta.get("first_words") or ""), started, duration, folder_size(folder), complete,
-                   bool(meta.get("video")), live and not complete)
+        duration, complete = last_time(folder / "timeline.jsonl", problems), ended is not None
+    return Summary(folder, "chat" if meta.get("type") == "chat" else "call", _text(meta.get("title")),
+                   _text(meta.get("first_words")), started, duration, folder_size(folder), complete,
+                   meta.get("video") is True, live and not complete, "; ".join(problems))
 
 
-def last_time(timeline: Path) -> float:
+def last_time(timeline: Path, problems: list[str] | None = None) -> float:
     """The latest `t` among the last events of a timeline (0 when there is none); events from
-    several threads are appended nearly, not exactly, in time order."""
+    several threads are appended nearly, not exactly, in time order. A `t` that is no time (NaN,
+    1e999, past a week) is left out and said in `problems`."""
     try:
         with timeline.open("rb") as f:
             f.seek(0, os.SEEK_END)
@@ -92,9 +95,13 @@ def last_time(timeline: Path) -> float:
     latest = 0.0
     for line in lines:
         try:
-            latest = max(latest, float(json.loads(line)["t"]))
-        except (ValueError, KeyError, TypeError):
+            t = offset(json.loads(line)["t"])
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue  # a torn last line, or the first (cut) line of the tail
+        if t is not None:  # not NaN, ±inf (1e999 reads as inf) or past a week
+            latest = max(latest, t)
+        elif problems is not None and not any(p.startswith("the timeline") for p in problems):
+            problems.append("the timeline has an impossible time")
     return latest
 
 
@@ -146,5 +153,6 @@ def export_zip(folder: Path | str, dest: Path | str) -> Path:
     return dest
 
 
-def _float(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+def _text(value: object) -> str:
+    """A title or first words as text (a number or list in meta.json is damage, not a crash)."""
+    return value if isinstance(value, str) else ""
