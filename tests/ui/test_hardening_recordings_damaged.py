@@ -13,10 +13,11 @@ from PySide6.QtCore import Qt
 
 from desktop.recording.library import Summary
 from desktop.ui.recordings import RecordingsPage
-from desktop.ui.recordings.list_model import COLUMNS, DAMAGED, DURATION, RecordingsModel
+from desktop.ui.recordings.list_model import COLUMNS, DURATION, RecordingsModel
 
 pytestmark = pytest.mark.hardening
 START = 1_764_000_000.0
+DAMAGED = "⚠ damaged"  # what a cell that cannot be shown reads
 LINES = ('{"t": 1.0, "kind": "user_text", "text": "hi", "turn": 1}\n'
          '{"t": 2.0, "kind": "assistant_text", "text": "yo", "turn": 1}\n')
 ROLES = [Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.ForegroundRole,
