@@ -18,6 +18,7 @@ from typing import Iterable
 from desktop.errors import OmnideskError
 from desktop.recording.reader import meta_from_name, read_meta
 from desktop.recording.sane import check_meta, epoch, offset
+from desktop.recording.zipnames import MemberNames
 
 log = logging.getLogger(__name__)
 _TAIL = 64 * 1024  # the end of a timeline read for the last event's time
@@ -130,7 +131,9 @@ def delete(root: Path | str, folder: Path | str) -> None:
 
 def export_zip(folder: Path | str, dest: Path | str) -> Path:
     """Write the recording as a zip at `dest` (files under a folder of the recording's name;
-    half-written `.part` files left out). The zip appears whole or not at all. Raises OmnideskError."""
+    half-written `.part` files and links left out). Every member name is made safe to unzip on any
+    system (zipnames: no `..`, drive, backslash or absolute name). The zip appears whole or not at
+    all. Raises OmnideskError."""
     folder, dest = Path(folder), Path(dest)
     if not is_recording(folder):
         raise OmnideskError(f"“{folder.name}” is not a recording.")
@@ -138,12 +141,11 @@ def export_zip(folder: Path | str, dest: Path | str) -> Path:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
         os.close(fd)
+        names = MemberNames()
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-            for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-                if path.name.endswith(".part"):
-                    continue
+            for path in _files(folder):
                 packed = path.suffix.lower() in (".jpg", ".jpeg", ".mp4", ".png")  # already compressed
-                z.write(path, f"{folder.name}/{path.relative_to(folder).as_posix()}",
+                z.write(path, names.name((folder.name, *path.relative_to(folder).parts)),
                         compress_type=zipfile.ZIP_STORED if packed else zipfile.ZIP_DEFLATED)
         os.replace(tmp, dest)
     except OSError as exc:
@@ -151,6 +153,18 @@ def export_zip(folder: Path | str, dest: Path | str) -> Path:
             Path(tmp).unlink(missing_ok=True)
         raise OmnideskError(f"Could not export the recording to {dest}: {exc.strerror or exc}") from exc
     return dest
+
+
+def _files(folder: Path) -> list[Path]:
+    """The regular files under `folder`, sorted, never through a link; `.part` files left out."""
+    found = []
+    for base, dirs, files in os.walk(folder):  # does not follow links to folders
+        dirs.sort()
+        for name in files:
+            path = Path(base, name)
+            if not name.endswith(".part") and path.is_file() and not path.is_symlink():
+                found.append(path)
+    return sorted(found)
 
 
 def _text(value: object) -> str:
