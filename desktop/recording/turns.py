@@ -21,6 +21,7 @@ class Turn:
     assistant_text: str = ""
     heard: str | None = None  # set when the user talked over the reply: what was heard of it
     barge_in_t: float | None = None
+    stopped: str | None = None  # the reply stopped without a barge-in: ended | paused | force_listen
     metrics: dict[str, Any] = field(default_factory=dict)
     images: list[Path] = field(default_factory=list)
 
@@ -76,8 +77,11 @@ class TurnBuilder:
             turn.assistant_text = self._text(data.get("text"))
             if isinstance(data.get("heard"), str):
                 turn.heard = self._text(data["heard"])
-        elif kind == "barge_in":
-            turn.barge_in_t = t
+        elif kind in ("barge_in", "reply_stopped"):
+            if kind == "barge_in":
+                turn.barge_in_t = t
+            else:
+                turn.stopped = str(data.get("reason") or "ended")[:20]
             if turn.heard is None and isinstance(data.get("heard"), str):
                 turn.heard = self._text(data["heard"])
         elif kind == "turn_metrics":

@@ -125,13 +125,22 @@ class TranscriptView(QTextBrowser):
         if turn.assistant_text:
             if turn.heard is not None:  # spoken: plain text, what was heard and what was cut
                 kept, cut = split_heard(_shown(turn.assistant_text), turn.heard)
-                reply = (f"{plain_html(kept)} <s style='color:{quiet}'>{plain_html(cut)}</s>"
-                         f" <span style='color:#d9534f'>— interrupted"
-                         f"{' at ' + clock_text(turn.barge_in_t) if turn.barge_in_t is not None else ''}</span>")
+                reply = f"{plain_html(kept)} <s style='color:{quiet}'>{plain_html(cut)}</s> {_stop_note(turn, quiet)}"
                 body.append(f"<b>Assistant</b> {reply}")
             else:  # the reply's Markdown as the chat shows it, under its label
                 body.append(f"<b>Assistant</b> {markdown_html(_shown(turn.assistant_text))}")
         return "<br>".join(body)
+
+
+STOPPED = {"ended": "the call ended", "paused": "paused", "force_listen": "stopped to listen"}
+
+
+def _stop_note(turn: Turn, quiet: str) -> str:
+    """Why the rest of a spoken reply was not heard: a barge-in (red, as on the lanes) or not."""
+    if turn.barge_in_t is not None or turn.stopped is None:
+        at = f" at {clock_text(turn.barge_in_t)}" if turn.barge_in_t is not None else ""
+        return f"<span style='color:#d9534f'>— interrupted{at}</span>"
+    return f"<span style='color:{quiet}'>— {STOPPED.get(turn.stopped, 'stopped')}</span>"
 
 
 def _shown(text: str) -> str:
