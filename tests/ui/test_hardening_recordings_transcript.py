@@ -68,3 +68,25 @@ def test_a_reply_shows_its_markdown_not_one_line(qtbot, tmp_path, screenshot):
     assert "/etc/passwd" not in html and "[image: map]" in text  # an image is never loaded
     qtbot.wait(50)
     screenshot(viewer, "recording_markdown_reply")
+
+
+def test_a_reply_stopped_by_hanging_up_is_not_shown_as_interrupted(qtbot, tmp_path, screenshot):
+    """New-user item 6: hanging up is not a barge-in: no red mark on the lanes, not counted."""
+    folder = tmp_path / "20261125-100000-call-000000cc"
+    folder.mkdir()
+    (folder / "meta.json").write_text(json.dumps({"version": 1, "type": "call", "started_at": 1.7e9, "ended_at": 1.7e9 + 9}))
+    lines = [{"t": 1.0, "kind": "user_text", "text": "Tell me a story.", "turn": 1},
+             {"t": 3.0, "kind": "barge_in", "turn": 1, "heard": "Once upon"},
+             {"t": 3.1, "kind": "assistant_text", "text": "Once upon a time.", "turn": 1, "heard": "Once upon"},
+             {"t": 4.0, "kind": "user_text", "text": "Another one.", "turn": 2},
+             {"t": 6.0, "kind": "reply_stopped", "turn": 2, "heard": "A dragon", "reason": "ended"},
+             {"t": 6.1, "kind": "assistant_text", "text": "A dragon lived here.", "turn": 2, "heard": "A dragon"},
+             {"t": 9.0, "kind": "end"}]
+    (folder / "timeline.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
+    viewer = viewer_for(qtbot, folder)
+    text = viewer.transcript.toPlainText()
+    assert text.count("interrupted") == 1 and "the call ended" in text
+    assert "1 barge-in" in viewer.info.text() and "barge-ins" not in viewer.info.text()
+    assert viewer.ai_lane.marks == [3.0]
+    qtbot.wait(50)
+    screenshot(viewer, "recording_hung_up")
