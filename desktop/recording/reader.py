@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 MAX_META_BYTES = 1 << 20
 MAX_PROBLEMS = 50  # said one by one; the rest as a count
+MEDIA_KINDS = frozenset(("audio", "frame"))  # kept as chunks and frames, not as events
 _FOLDER = re.compile(r"^(\d{8}-\d{6})-(call|chat)-([0-9a-f]{8})$")
 __all__ = ["Event", "Frame", "Recording", "RecordingError", "Turn", "build_turns", "open_recording", "read_events"]
 
@@ -41,7 +42,7 @@ class Frame:
 class Recording:
     folder: Path
     meta: dict[str, Any]  # its times and rates checked (an impossible one is None, said in `problems`)
-    events: list[Event]  # the timeline's events but the text ones (their text is in `turns`)
+    events: list[Event]  # the timeline's events but the text and media ones (in `turns`, the tracks, `frames`)
     user: Track
     ai: Track
     frames: list[Frame]
@@ -158,7 +159,8 @@ def open_recording(folder: Path | str, max_text: int = MAX_TEXT_CHARS) -> Record
         builder.add(e.t, e.kind, e.data)
         if e.kind in TEXT_KINDS:
             continue
-        events.append(e)
+        if e.kind not in MEDIA_KINDS:
+            events.append(e)
         if e.kind == "audio" and isinstance(e.data.get("track"), str) and e.data["track"] in chunks:
             chunk = _chunk(folder, e)
             if isinstance(chunk, Chunk):

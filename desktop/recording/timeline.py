@@ -12,6 +12,7 @@ from desktop.recording.sane import offset
 
 MAX_LINE = 8 << 20  # a longer line is damage (the recorder writes lines of a few KB), skipped unread
 MAX_SAID = 5  # unreadable lines named one by one in `problems`; the rest are counted
+_decode = json.JSONDecoder().decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +26,8 @@ def parse(line: bytes) -> Event | None:
     """One timeline line as an Event, or None when it is not a JSON object with a `t` between 0
     and a week (not NaN, not ±inf: `1e999` reads as inf) and a string `kind`."""
     try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
+        obj = _decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
         return None
