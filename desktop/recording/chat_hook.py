@@ -7,6 +7,7 @@ reply's token figures; with the Voice on, the spoken reply as the AI track (`voi
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -40,6 +41,7 @@ class ChatRecording:
         self.sessions: dict[str, _Open] = {}
         self.spoken: dict[str, tuple[SessionRecorder, int]] = {}  # request id → (recorder, turn) of a reply
         self._heard_from: list[Any] = []  # the voices listened to (a new Voice comes with new settings)
+        self._lock = threading.Lock()  # `spoken`: the loop adds, the voice's thread takes
 
     def observe(self, reply: Any) -> None:
         """A reply to `reply.conv` starts: follow it; its user message is recorded with its first
@@ -73,6 +75,7 @@ class ChatRecording:
                 delta, seen[0] = rep.text[seen[0]:], len(rep.text)
                 if delta:
                     r, turn = start()
+                    self._remember(rep, r, turn)
                     r.event("assistant_delta", text=delta, turn=turn)
             elif what in ("done", "failed"):
                 rep.listeners.remove(follow)
@@ -80,10 +83,7 @@ class ChatRecording:
                     return  # refused or empty: no recording for it
                 r, turn = start()
                 rec = self.sessions.get(reply.conv.id)
-                if getattr(rep, "request_id", None):
-                    self.spoken[rep.request_id] = (r, turn)
-                    while len(self.spoken) > 64:  # only the last replies can still be playing
-                        self.spoken.pop(next(iter(self.spoken)))
+                self._remember(rep, r, turn)
                 if rep.text:
                     r.event("assistant_text", text=rep.text, turn=turn)
                 stats = {k: rep.stats[k] for k in STAT_FIELDS if k in rep.stats}
@@ -100,6 +100,15 @@ class ChatRecording:
 
     # ------------------------------------------------------------------ the spoken replies
 
+    def _remember(self, rep: Any, recorder: SessionRecorder, turn: int) -> None:
+        """Which recording a reply's voice goes to, once its request id is known."""
+        rid = getattr(rep, "request_id", None)
+        if rid:
+            with self._lock:
+                self.spoken[rid] = (recorder, turn)
+                while len(self.spoken) > 64:  # only the last replies can still be playing
+                    self.spoken.pop(next(iter(self.spoken)))
+
     def _listen_to_voice(self) -> None:
         voice = self.voice()
         if voice is not None and getattr(voice, "available", False) and voice not in self._heard_from:
@@ -111,7 +120,8 @@ class ChatRecording:
         becomes the AI track at the time it started to sound. Replays are not recorded."""
         if getattr(event.kind, "value", event.kind) != "finished" or event.replay:
             return
-        found = self.spoken.pop(event.request_id, None) if event.request_id else None
+        with self._lock:
+            found = self.spoken.pop(event.request_id, None) if event.request_id else None
         if found is None:
             return
         recorder, _turn = found
