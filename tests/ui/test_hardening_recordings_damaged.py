@@ -9,6 +9,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 
 from desktop.recording.library import Summary
@@ -108,3 +110,19 @@ def test_page_lists_damaged_recordings_and_opens_them(qtbot, root, screenshot):
             screenshot(page, "recordings_damaged_viewer")
         viewer.close_recording()
         assert page.currentWidget() is page.list
+
+
+anything = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10**30), max_value=10**30),
+                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5))
+
+
+@settings(max_examples=80, deadline=None)
+@given(started=anything, duration=anything, size=anything, title=anything, words=anything,
+       complete=anything, live=anything, kind=st.sampled_from(["call", "chat", "x"]))
+def test_fuzzed_rows_never_raise_into_qt(qapp, started, duration, size, title, words, complete, live, kind):
+    """Rows with any values at all (as a future bug could make them): every cell is text or empty."""
+    model = RecordingsModel(clock=lambda: START)
+    model.set_rows([Summary(Path("/r/x"), kind, title, words, started, duration, size, complete, False, live)])
+    every_cell(model)  # nothing raises (it would have reached Qt)
+    texts = [model.data(model.index(0, c)) for c in range(len(COLUMNS))]
+    assert all(t is None or isinstance(t, (str, int, float)) for t in texts)
