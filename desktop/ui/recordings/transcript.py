@@ -73,9 +73,9 @@ class TranscriptView(QTextBrowser):
 
     def _move_to(self, first: int) -> None:
         """Put turns from `first` in the document: up to WINDOW_TURNS, about WINDOW_CHARS of text."""
-        self.first = last = min(max(first, 0), max(len(self.turns) - 1, 0))
+        first = self.first = last = min(max(first, 0), max(len(self.turns) - 1, 0))
         chars = 0
-        while last < len(self.turns) and last - self.first < WINDOW_TURNS and (chars < WINDOW_CHARS or last == self.first):
+        while last < len(self.turns) and last - self.first < WINDOW_TURNS and (chars < WINDOW_CHARS or last == first):
             turn = self.turns[last]
             chars += min(len(turn.user_text), TURN_CHARS) + min(len(turn.assistant_text), TURN_CHARS)
             last += 1
