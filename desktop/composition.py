@@ -388,7 +388,7 @@ class Composition(QObject):
             from desktop.recording.service import Recordings
 
             recordings = Recordings(lambda: self.settings, status=self.recording_status.emit,
-                                    model=lambda: self.model_name)
+                                    model=lambda: self.model_name, voice=lambda: self.voice)
         except Exception:  # no recordings: the rest of the app goes on
             log.exception("Recordings are unavailable")
             return None

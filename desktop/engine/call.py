@@ -114,6 +114,7 @@ class CallEvent:
     value: float = 0.0
     phase: CallPhase | None = None
     metrics: TurnMetrics | None = None
+    reason: str = ""  # cut: why the reply stopped (barge_in | force_listen | paused | ended)
 
 
 @dataclass(slots=True)
@@ -380,7 +381,7 @@ class Call:
             await self.gateway.truncate_reply(self.session_id, heard)
         except OmnideskError as exc:  # nothing generated yet, or the session is gone
             log.info("Nothing truncated after a %s: %s", reason, exc.message)
-        self._emit(CallEvent("cut", heard))
+        self._emit(CallEvent("cut", heard, reason=reason))
         self._emit(CallEvent("metrics", metrics=reply.metrics))
 
     async def _cancel(self, request_id: str) -> None:

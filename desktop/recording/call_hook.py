@@ -110,8 +110,12 @@ class CallRecording:
             rec.event("user_text", text=event.text, turn=self.turn)
         elif kind == "assistant":
             rec.event("assistant_delta", text=event.text, turn=self.turn)
-        elif kind == "cut":
-            rec.event("barge_in", turn=self.turn, heard=event.text)
+        elif kind == "cut":  # only the user talking over the reply is a barge-in; hanging up is not
+            reason = getattr(event, "reason", "") or "barge_in"
+            if reason == "barge_in":
+                rec.event("barge_in", turn=self.turn, heard=event.text)
+            else:
+                rec.event("reply_stopped", turn=self.turn, heard=event.text, reason=reason)
         elif kind == "metrics" and event.metrics is not None:
             m = event.metrics
             figures = {k: v for k in METRIC_FIELDS if (v := getattr(m, k, None)) is not None}

@@ -1,15 +1,20 @@
 """Records chat conversations when the chat setting is on: `observe(reply)` is handed each Reply
-as it starts (a hook of the chat page); one session per conversation, opened at its first
-recorded reply and closed when it has been idle a while or the app closes. Lines: the user's
-text and images, the streamed deltas, the final text and the reply's token figures."""
+as it starts (a hook of the chat page); one session per conversation, opened when its first reply
+brings text (a refused or empty reply leaves no recording) and closed when it has been idle a while
+or the app closes. Lines: the user's text and images, the streamed deltas, the final text and the
+reply's token figures; with the Voice on, the spoken reply as the AI track (`voice()`)."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from desktop.recording.writer import SessionRecorder
+
+log = logging.getLogger(__name__)
 
 IDLE_CLOSE_S = 15 * 60.0  # a conversation's session ends after this long without a reply
 STAT_FIELDS = ("ttft_ms", "cached_tokens", "input_tokens", "generated_tokens", "prefill_ms", "decode_ms",
@@ -25,37 +30,60 @@ class _Open:
 
 class ChatRecording:
     """`open_session(title)` makes a chat SessionRecorder; `enabled()` is read at each reply (the
-    setting can change at any time). Runs on the loop that runs the replies; never blocks."""
+    setting can change at any time); `voice()`: the chat's Voice (None: none), whose spoken replies
+    are recorded. Runs on the loop that runs the replies; never blocks."""
 
     def __init__(self, open_session: Callable[[str], SessionRecorder], enabled: Callable[[], bool], *,
-                 clock: Callable[[], float] = time.monotonic, idle_close_s: float = IDLE_CLOSE_S) -> None:
+                 clock: Callable[[], float] = time.monotonic, idle_close_s: float = IDLE_CLOSE_S,
+                 voice: Callable[[], Any] = lambda: None) -> None:
         self.open_session, self.enabled, self.clock, self.idle_close_s = open_session, enabled, clock, idle_close_s
+        self.voice = voice
         self.sessions: dict[str, _Open] = {}
+        self.spoken: dict[str, tuple[SessionRecorder, int]] = {}  # request id → (recorder, turn) of a reply
+        self._heard_from: list[Any] = []  # the voices listened to (a new Voice comes with new settings)
+        self._lock = threading.Lock()  # `spoken`: the loop adds, the voice's thread takes
 
     def observe(self, reply: Any) -> None:
-        """A reply to `reply.conv` starts: record its user message and follow the reply."""
+        """A reply to `reply.conv` starts: follow it; its user message is recorded with its first
+        text (a reply refused or failed before any text records nothing, unless the session is open)."""
         self.close_idle()
         if not self.enabled():  # turned off: whatever was open ends now
             self.close_all()
             return
-        rec = self._session(reply.conv)
-        rec.turn += 1
-        rec.last = self.clock()
-        turn, r = rec.turn, rec.recorder
+        self._listen_to_voice()
         user = reply.conv.messages[reply.at - 1] if reply.at >= 1 else None
-        if not reply.continuing and user is not None and user.role == "user":
-            r.event("user_text", text=user.content, turn=turn)
-            for path in user.images:
-                r.image(path, turn, name=str(path).rsplit("/", 1)[-1])
+        if reply.continuing or user is None or user.role != "user":
+            user = None
         seen = [0]
+        opened: list[tuple[SessionRecorder, int]] = []  # this reply's (recorder, turn), once it has one
+
+        def start() -> tuple[SessionRecorder, int]:
+            if not opened:
+                rec = self._session(reply.conv)
+                rec.turn += 1
+                rec.last = self.clock()
+                r, turn = rec.recorder, rec.turn
+                if user is not None:
+                    r.event("user_text", text=user.content, turn=turn)
+                    for path in user.images:
+                        r.image(path, turn, name=str(path).rsplit("/", 1)[-1])
+                opened.append((r, turn))
+            return opened[0]
 
         def follow(rep: Any, what: str) -> None:
             if what == "text":
                 delta, seen[0] = rep.text[seen[0]:], len(rep.text)
                 if delta:
+                    r, turn = start()
+                    self._remember(rep, r, turn)
                     r.event("assistant_delta", text=delta, turn=turn)
             elif what in ("done", "failed"):
                 rep.listeners.remove(follow)
+                if not rep.text and not opened and reply.conv.id not in self.sessions:
+                    return  # refused or empty: no recording for it
+                r, turn = start()
+                rec = self.sessions.get(reply.conv.id)
+                self._remember(rep, r, turn)
                 if rep.text:
                     r.event("assistant_text", text=rep.text, turn=turn)
                 stats = {k: rep.stats[k] for k in STAT_FIELDS if k in rep.stats}
@@ -65,9 +93,55 @@ class ChatRecording:
                     r.event("turn_metrics", turn=turn, **stats)
                 if what == "failed" and rep.error is not None:
                     r.event("note", text=f"The reply failed: {rep.error[1]}")
-                rec.last = self.clock()
+                if rec is not None:
+                    rec.last = self.clock()
 
         reply.listeners.append(follow)
+
+    # ------------------------------------------------------------------ the spoken replies
+
+    def _remember(self, rep: Any, recorder: SessionRecorder, turn: int) -> None:
+        """Which recording a reply's voice goes to, once its request id is known."""
+        rid = getattr(rep, "request_id", None)
+        if rid:
+            with self._lock:
+                self.spoken[rid] = (recorder, turn)
+                while len(self.spoken) > 64:  # only the last replies can still be playing
+                    self.spoken.pop(next(iter(self.spoken)))
+
+    def _listen_to_voice(self) -> None:
+        voice = self.voice()
+        if voice is not None and getattr(voice, "available", False) and voice not in self._heard_from:
+            self._heard_from.append(voice)
+            voice.add_listener(lambda event, voice=voice: self._voice_event(voice, event))
+
+    def _voice_event(self, voice: Any, event: Any) -> None:
+        """A reply finished playing (on the voice's thread): its audio, as far as it was heard,
+        becomes the AI track at the time it started to sound. Replays are not recorded."""
+        if getattr(event.kind, "value", event.kind) != "finished" or event.replay:
+            return
+        with self._lock:
+            found = self.spoken.pop(event.request_id, None) if event.request_id else None
+        if found is None:
+            return
+        recorder, _turn = found
+        try:
+            audio = voice.audio_of(event.request_id)
+            if audio is None or not recorder.recording:
+                return
+            samples, rate = audio
+            heard_s = getattr(voice.sink, "heard_s", None)
+            if event.stopped and heard_s is not None:  # cut short: what was heard of it
+                samples = samples[: int(heard_s(event.request_id) * rate)]
+            if samples.size == 0:
+                return
+            first = voice.first_audio_at(event.request_id)
+            start = recorder.at(first) if first is not None else recorder.now() - samples.size / rate
+            if not recorder.meta.get("ai_rate"):
+                recorder.update_meta(ai_rate=int(rate))
+            recorder.audio("ai", [samples], max(start, 0.0), int(rate))
+        except Exception:  # a recording problem must never reach the voice
+            log.exception("The spoken reply could not be recorded")
 
     def _session(self, conv: Any) -> _Open:
         rec = self.sessions.get(conv.id)

@@ -17,6 +17,8 @@ from typing import Iterable
 
 from desktop.errors import OmnideskError
 from desktop.recording.reader import meta_from_name, read_meta
+from desktop.recording.sane import check_meta, epoch, offset
+from desktop.recording.zipnames import MemberNames
 
 log = logging.getLogger(__name__)
 _TAIL = 64 * 1024  # the end of a timeline read for the last event's time
@@ -34,6 +36,7 @@ class Summary:
     complete: bool  # False: still recording (`live`), or the app stopped before its end
     video: bool
     live: bool = False  # being recorded now by this app (else an unfinished one was cut short)
+    damaged: str = ""  # what is wrong with its meta.json (impossible times): shown, never raised
 
     @property
     def name(self) -> str:
@@ -67,21 +70,22 @@ def summarize(folder: Path, live: bool = False) -> Summary | None:
     (it counts only while the folder has no end written)."""
     if not is_recording(folder):
         return None
-    meta = read_meta(folder) or meta_from_name(folder)
-    started = _float(meta.get("started_at"))
-    ended = meta.get("ended_at")
-    if isinstance(ended, (int, float)) and not isinstance(ended, bool) and ended >= started:
-        duration, complete = float(ended) - started, True
+    meta, problems = check_meta(read_meta(folder) or meta_from_name(folder))
+    started = epoch(meta.get("started_at")) or epoch(meta_from_name(folder).get("started_at")) or 0.0
+    ended = epoch(meta.get("ended_at"))
+    if ended is not None and started > 0 and ended >= started:
+        duration, complete = ended - started, True
     else:
-        duration, complete = last_time(folder / "timeline.jsonl"), False
-    return Summary(folder, "chat" if meta.get("type") == "chat" else "call", str(meta.get("title") or ""),
-                   str(meta.get("first_words") or ""), started, duration, folder_size(folder), complete,
-                   bool(meta.get("video")), live and not complete)
+        duration, complete = last_time(folder / "timeline.jsonl", problems), ended is not None
+    return Summary(folder, "chat" if meta.get("type") == "chat" else "call", _text(meta.get("title")),
+                   _text(meta.get("first_words")), started, duration, folder_size(folder), complete,
+                   meta.get("video") is True, live and not complete, "; ".join(problems))
 
 
-def last_time(timeline: Path) -> float:
+def last_time(timeline: Path, problems: list[str] | None = None) -> float:
     """The latest `t` among the last events of a timeline (0 when there is none); events from
-    several threads are appended nearly, not exactly, in time order."""
+    several threads are appended nearly, not exactly, in time order. A `t` that is no time (NaN,
+    1e999, past a week) is left out and said in `problems`."""
     try:
         with timeline.open("rb") as f:
             f.seek(0, os.SEEK_END)
@@ -92,9 +96,13 @@ def last_time(timeline: Path) -> float:
     latest = 0.0
     for line in lines:
         try:
-            latest = max(latest, float(json.loads(line)["t"]))
-        except (ValueError, KeyError, TypeError):
+            t = offset(json.loads(line)["t"])
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue  # a torn last line, or the first (cut) line of the tail
+        if t is not None:  # not NaN, ±inf (1e999 reads as inf) or past a week
+            latest = max(latest, t)
+        elif problems is not None and not any(p.startswith("the timeline") for p in problems):
+            problems.append("the timeline has an impossible time")
     return latest
 
 
@@ -123,7 +131,9 @@ def delete(root: Path | str, folder: Path | str) -> None:
 
 def export_zip(folder: Path | str, dest: Path | str) -> Path:
     """Write the recording as a zip at `dest` (files under a folder of the recording's name;
-    half-written `.part` files left out). The zip appears whole or not at all. Raises OmnideskError."""
+    half-written `.part` files and links left out). Every member name is made safe to unzip on any
+    system (zipnames: no `..`, drive, backslash or absolute name). The zip appears whole or not at
+    all. Raises OmnideskError."""
     folder, dest = Path(folder), Path(dest)
     if not is_recording(folder):
         raise OmnideskError(f"“{folder.name}” is not a recording.")
@@ -131,12 +141,11 @@ def export_zip(folder: Path | str, dest: Path | str) -> Path:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
         os.close(fd)
+        names = MemberNames()
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-            for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-                if path.name.endswith(".part"):
-                    continue
+            for path in _files(folder):
                 packed = path.suffix.lower() in (".jpg", ".jpeg", ".mp4", ".png")  # already compressed
-                z.write(path, f"{folder.name}/{path.relative_to(folder).as_posix()}",
+                z.write(path, names.name((folder.name, *path.relative_to(folder).parts)),
                         compress_type=zipfile.ZIP_STORED if packed else zipfile.ZIP_DEFLATED)
         os.replace(tmp, dest)
     except OSError as exc:
@@ -146,5 +155,18 @@ def export_zip(folder: Path | str, dest: Path | str) -> Path:
     return dest
 
 
-def _float(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+def _files(folder: Path) -> list[Path]:
+    """The regular files under `folder`, sorted, never through a link; `.part` files left out."""
+    found = []
+    for base, dirs, files in os.walk(folder):  # does not follow links to folders
+        dirs.sort()
+        for name in files:
+            path = Path(base, name)
+            if not name.endswith(".part") and path.is_file() and not path.is_symlink():
+                found.append(path)
+    return sorted(found)
+
+
+def _text(value: object) -> str:
+    """A title or first words as text (a number or list in meta.json is damage, not a crash)."""
+    return value if isinstance(value, str) else ""

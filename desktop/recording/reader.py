@@ -7,18 +7,23 @@ import bisect
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from desktop.errors import OmnideskError
+from desktop.recording.sane import MAX_T, check_meta, epoch, in_range, offset, rate
+from desktop.recording.timeline import Event, read_events
 from desktop.recording.track import Chunk, Track
+from desktop.recording.turns import MAX_TEXT_CHARS, TEXT_KINDS, Turn, TurnBuilder
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 MAX_META_BYTES = 1 << 20
-MAX_T = 7 * 24 * 3600.0  # a time past a week into a recording is a corrupt value, not a long call
+MAX_PROBLEMS = 50  # said one by one; the rest as a count
+MEDIA_KINDS = frozenset(("audio", "frame"))  # kept as chunks and frames, not as events
 _FOLDER = re.compile(r"^(\d{8}-\d{6})-(call|chat)-([0-9a-f]{8})$")
+__all__ = ["Event", "Frame", "Recording", "RecordingError", "Turn", "build_turns", "open_recording", "read_events"]
 
 
 class RecordingError(OmnideskError):
@@ -28,52 +33,23 @@ class RecordingError(OmnideskError):
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
-    t: float  # seconds since started_at
-    kind: str
-    data: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
 class Frame:
     t: float
     path: Path
 
 
 @dataclass(slots=True)
-class Turn:
-    """One exchange: what the user said or typed, the reply, a barge-in, the turn's numbers."""
-
-    turn: int
-    start: float  # the turn's first event
-    user_text: str = ""
-    assistant_text: str = ""
-    heard: str | None = None  # set when the user talked over the reply: what was heard of it
-    barge_in_t: float | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    images: list[Path] = field(default_factory=list)
-
-    @property
-    def latency_ms(self) -> float | None:
-        """End of the user's speech → first sound of the reply (calls), else time to first token."""
-        for key in ("eos_to_audio_ms", "ttft_ms"):
-            value = self.metrics.get(key)
-            if isinstance(value, (int, float)):
-                return float(value)
-        return None
-
-
-@dataclass(slots=True)
 class Recording:
     folder: Path
-    meta: dict[str, Any]
-    events: list[Event]
+    meta: dict[str, Any]  # its times and rates checked (an impossible one is None, said in `problems`)
+    events: list[Event]  # the timeline's events but the text and media ones (in `turns`, the tracks, `frames`)
     user: Track
     ai: Track
     frames: list[Frame]
     turns: list[Turn]
     notes: list[str]  # the recording's own notes (e.g. "disk full")
     problems: list[str]  # what the reader had to skip (torn line, missing chunk)
+    span: float = 0.0  # the latest `t` of any event
 
     @property
     def kind(self) -> str:
@@ -85,8 +61,7 @@ class Recording:
 
     @property
     def started_at(self) -> float:
-        value = self.meta.get("started_at")
-        return float(value) if isinstance(value, (int, float)) else 0.0
+        return epoch(self.meta.get("started_at")) or 0.0
 
     @property
     def complete(self) -> bool:
@@ -95,11 +70,11 @@ class Recording:
 
     @property
     def duration(self) -> float:
-        ends = [self.user.duration, self.ai.duration, max((e.t for e in self.events), default=0.0)]
-        ended = self.meta.get("ended_at")
-        if isinstance(ended, (int, float)) and ended >= self.started_at > 0:
-            ends.append(float(ended) - self.started_at)
-        return max(ends)
+        ends = [self.user.duration, self.ai.duration, self.span, max((e.t for e in self.events), default=0.0)]
+        ended = epoch(self.meta.get("ended_at"))
+        if ended is not None and ended >= self.started_at > 0:
+            ends.append(ended - self.started_at)
+        return min(max(ends), MAX_T)
 
     @property
     def barge_ins(self) -> list[float]:
@@ -135,36 +110,12 @@ def meta_from_name(folder: Path) -> dict[str, Any]:
     m = _FOLDER.match(folder.name)
     if m is None:
         return {"version": FORMAT_VERSION, "type": "call", "started_at": 0.0, "ended_at": None}
-    started = time.mktime(time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
+    try:
+        started = time.mktime(time.strptime(m.group(1), "%Y%m%d-%H%M%S"))
+    except (ValueError, OverflowError):  # a name like a session's with no real date (20261399-…)
+        started = 0.0
     return {"version": FORMAT_VERSION, "id": m.group(3), "type": m.group(2), "started_at": started,
             "ended_at": None}
-
-
-def read_events(folder: Path, problems: list[str] | None = None) -> list[Event]:
-    """The timeline's events in file order. Lines that are not a JSON object with a numeric "t"
-    and a "kind" (a torn last line after a crash) are skipped and said in `problems`."""
-    events: list[Event] = []
-    try:
-        raw = (folder / "timeline.jsonl").read_bytes()
-    except OSError:
-        return events
-    lines = raw.splitlines()
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    for n, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            t, kind = float(obj["t"]), str(obj["kind"])
-            if not 0.0 <= t <= MAX_T:  # also NaN
-                raise ValueError(t)
-        except (ValueError, KeyError, TypeError):
-            if problems is not None:
-                problems.append("the last timeline entry was cut short (skipped)" if n == last
-                                else f"timeline line {n + 1} could not be read (skipped)")
-            continue
-        events.append(Event(t, kind, {k: v for k, v in obj.items() if k not in ("t", "kind")}))
-    return events
 
 
 def inside(folder: Path, name: Any) -> Path | None:
@@ -172,12 +123,14 @@ def inside(folder: Path, name: Any) -> Path | None:
     half-written `.part` file; else None."""
     if not isinstance(name, str) or not name or name.endswith(".part"):
         return None
-    path = (folder / name).resolve()
-    root = folder.resolve()
+    try:
+        path, root = (folder / name).resolve(), folder.resolve()
+    except (OSError, ValueError, RuntimeError):  # a NUL byte in the name, a symlink loop
+        return None
     return path if root in path.parents else None
 
 
-def open_recording(folder: Path | str) -> Recording:
+def open_recording(folder: Path | str, max_text: int = MAX_TEXT_CHARS) -> Recording:
     """Read a recording. Everything written before a crash opens: meta.json with `ended_at` null
     (or, if it is unreadable, what the folder's name says), a torn last timeline line, chunks that
     were listed but are gone. Raises RecordingError when there is no recording there at all."""
@@ -192,84 +145,67 @@ def open_recording(folder: Path | str) -> Recording:
     version = meta.get("version", FORMAT_VERSION)
     if isinstance(version, int) and version > FORMAT_VERSION:
         raise RecordingError(f"“{folder.name}” was recorded by a newer Omnidesk (format {version}).")
-    events = read_events(folder, problems)
+    meta, damage = check_meta(meta)
+    problems += damage
+    if meta.get("started_at") is None:  # an impossible start: the folder's name says when
+        meta["started_at"] = meta_from_name(folder)["started_at"]
+    events: list[Event] = []
     chunks: dict[str, list[Chunk]] = {"user": [], "ai": []}
     frames: list[Frame] = []
-    for e in events:
-        if e.kind == "audio" and e.data.get("track") in chunks:
-            name = e.data.get("file")
-            path = inside(folder, name)
-            if path is None or not path.is_file():
-                problems.append(f"audio chunk {name!r} is missing (skipped)")
-                continue
-            try:
-                chunk = Chunk(path, float(e.data["start"]), float(e.data["duration"]), int(e.data["rate"]))
-            except (KeyError, TypeError, ValueError):
-                chunk = None
-            if chunk is None or not (0 <= chunk.start <= MAX_T and 0 < chunk.duration <= 3600
-                                     and 1000 <= chunk.rate <= 384_000):
-                problems.append(f"audio chunk {name!r} has no valid start, duration or rate (skipped)")
-                continue
-            chunks[e.data["track"]].append(chunk)
+    builder = TurnBuilder(lambda name: inside(folder, name), max_text)
+    span = 0.0
+    for e in read_events(folder, problems):  # streamed: the text is kept once, in the turns
+        span = max(span, e.t)
+        builder.add(e.t, e.kind, e.data)
+        if e.kind in TEXT_KINDS:
+            continue
+        if e.kind not in MEDIA_KINDS:
+            events.append(e)
+        if e.kind == "audio" and isinstance(e.data.get("track"), str) and e.data["track"] in chunks:
+            chunk = _chunk(folder, e)
+            if isinstance(chunk, Chunk):
+                chunks[e.data["track"]].append(chunk)
+            elif len(problems) <= MAX_PROBLEMS:  # a timeline of broken lines: said up to a point
+                problems.append(chunk)
         elif e.kind == "frame":
             path = inside(folder, e.data.get("file"))
             if path is not None and path.is_file():
-                start = _num(e.data.get("start"), e.t)
-                frames.append(Frame(start if 0 <= start <= MAX_T else e.t, path))
+                start = offset(e.data.get("start"))
+                frames.append(Frame(e.t if start is None else start, path))
+    if builder.cut:
+        problems.append("the transcript is too long to show whole; its end is left out")
+    if len(problems) > MAX_PROBLEMS:
+        problems[MAX_PROBLEMS:] = ["and more (skipped)"]
     frames.sort(key=lambda f: f.t)
     user = Track("user", _rate(meta.get("user_rate"), chunks["user"], 16000), chunks["user"])
     ai = Track("ai", _rate(meta.get("ai_rate"), chunks["ai"], 22050), chunks["ai"])
     notes = [str(e.data.get("text", "")) for e in events if e.kind == "note"]
-    return Recording(folder, meta, events, user, ai, frames, build_turns(folder, events), notes, problems)
+    return Recording(folder, meta, events, user, ai, frames, builder.turns(), notes, problems, span)
+
+
+def _chunk(folder: Path, e: Event) -> Chunk | str:
+    """The audio chunk a timeline line lists, or why not: its file is gone, or its start, duration
+    or rate is not a real one."""
+    name = e.data.get("file")
+    path = inside(folder, name)
+    if path is None or not path.is_file():
+        return f"audio chunk {str(name)[:80]!r} is missing (skipped)"
+    start, duration = offset(e.data.get("start")), in_range(e.data.get("duration"), 1e-6, 3600.0)
+    hz = rate(e.data.get("rate"))
+    if start is None or duration is None or hz is None:
+        return f"audio chunk {str(name)[:80]!r} has no valid start, duration or rate (skipped)"
+    return Chunk(path, start, duration, hz)
 
 
 def build_turns(folder: Path, events: list[Event]) -> list[Turn]:
-    """Per turn number: final texts (the streamed deltas when the final one never came), barge-in,
-    metrics and images, in the order the turns started."""
-    turns: dict[int, Turn] = {}
-    deltas: dict[int, list[str]] = {}
-    partials: dict[int, str] = {}
+    """The turns of `events` (see TurnBuilder)."""
+    builder = TurnBuilder(lambda name: inside(folder, name))
     for e in events:
-        number = e.data.get("turn")
-        if not isinstance(number, int) or isinstance(number, bool):
-            continue
-        turn = turns.get(number)
-        if turn is None:
-            turn = turns[number] = Turn(number, e.t)
-        text = str(e.data.get("text") or "")
-        if e.kind == "user_text":
-            turn.user_text = text
-        elif e.kind == "user_partial":
-            partials[number] = text
-        elif e.kind == "assistant_delta":
-            deltas.setdefault(number, []).append(text)
-        elif e.kind == "assistant_text":
-            turn.assistant_text = text
-            if isinstance(e.data.get("heard"), str):
-                turn.heard = e.data["heard"]
-        elif e.kind == "barge_in":
-            turn.barge_in_t = e.t
-            if turn.heard is None and isinstance(e.data.get("heard"), str):
-                turn.heard = e.data["heard"]
-        elif e.kind == "turn_metrics":
-            turn.metrics.update({k: v for k, v in e.data.items() if k != "turn"})
-        elif e.kind == "image":
-            path = inside(folder, e.data.get("file"))
-            if path is not None and path.is_file():
-                turn.images.append(path)
-    for number, turn in turns.items():
-        if not turn.user_text and number in partials:
-            turn.user_text = partials[number]
-        if not turn.assistant_text and number in deltas:
-            turn.assistant_text = "".join(deltas[number])
-    return sorted(turns.values(), key=lambda t: (t.start, t.turn))
-
-
-def _num(value: Any, default: float) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+        builder.add(e.t, e.kind, e.data)
+    return builder.turns()
 
 
 def _rate(value: Any, chunks: list[Chunk], default: int) -> int:
-    if isinstance(value, int) and value > 0:
-        return value
+    if rate(value) is not None:
+        return int(value)
     return chunks[0].rate if chunks else default

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from desktop.recording.paths import META, folder_time, is_session_folder
+from desktop.recording.paths import FOLDER, META, folder_time
+from desktop.recording.sane import epoch
 from desktop.recording.writer import live_folders
 
 log = logging.getLogger(__name__)
 FRESH_S = 10 * 60.0  # an unfinished session written to this recently may be another app's live one
 GB = 1_000_000_000
+_said_links: set[str] = set()  # roots whose links were mentioned once (a log line each run is noise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +61,21 @@ class Freed:
 
 
 def scan(root: Path) -> list[Session]:
-    """Every session folder under `root`, oldest first."""
+    """Every session folder under `root`, oldest first. A link is never followed (a link named
+    like a session may point anywhere): it is left out, said once in the log."""
     out = []
     try:
-        entries = list(Path(root).iterdir())
+        entries = list(os.scandir(root))
     except OSError:
         return []
-    for path in entries:
-        if not is_session_folder(path):
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.is_symlink():
+            if FOLDER.match(entry.name) and str(root) not in _said_links:
+                _said_links.add(str(root))
+                log.info("Recordings clean-up leaves links alone (e.g. %s); only real folders are counted", path)
+            continue
+        if not entry.is_dir(follow_symlinks=False) or not FOLDER.match(entry.name):
             continue
         started, ended = _meta(path)
         size, touched = _usage(path)
@@ -106,6 +117,8 @@ def apply_retention(root: Path, retention_days: float, max_storage_gb: float, *,
 
 def _delete(s: Session, freed: Freed) -> bool:
     try:
+        if s.path.is_symlink():  # swapped for a link since the scan: never followed
+            return False
         shutil.rmtree(s.path)
     except OSError as exc:
         log.warning("Could not delete the recording %s: %s", s.path, exc)
@@ -119,26 +132,27 @@ def _meta(path: Path) -> tuple[float | None, bool]:
     """(started_at, ended) from meta.json; (None, False) when it cannot be read."""
     try:
         meta = json.loads((path / META).read_text(encoding="utf-8"))
-        started = meta.get("started_at")
-        return (float(started) if isinstance(started, (int, float)) else None), meta.get("ended_at") is not None
-    except (OSError, ValueError, AttributeError):
+        return epoch(meta.get("started_at")), meta.get("ended_at") is not None
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None, False
 
 
 def _usage(path: Path) -> tuple[int, float]:
-    """(bytes, newest mtime) of everything in the folder."""
+    """(bytes, newest mtime) of everything in the folder; links are counted as themselves, never
+    followed."""
     size, newest = 0, 0.0
-    for f in path.rglob("*"):
-        try:
-            st = f.stat()
-        except OSError:
-            continue
-        newest = max(newest, st.st_mtime)
-        if f.is_file():
-            size += st.st_size
+    for base, dirs, files in os.walk(path):  # os.walk does not follow links to folders
+        for name in [*files, *dirs]:
+            try:
+                st = os.lstat(os.path.join(base, name))
+            except OSError:
+                continue
+            newest = max(newest, st.st_mtime)
+            if stat.S_ISREG(st.st_mode):
+                size += st.st_size
     if newest == 0.0:
         try:
-            newest = path.stat().st_mtime
+            newest = path.lstat().st_mtime
         except OSError:
             pass
     return size, newest

@@ -32,14 +32,15 @@ class Recordings:
     """`settings()` is read whenever a session starts. `status(text)` gets short progress lines
     (replay building) on any thread. `root`: the recordings folder (tests give tmp_path).
     `model()`: the loaded model's name as the app shows it (None: none loaded; the settings' model
-    source is written then)."""
+    source is written then). `voice()`: the chat's Voice, whose spoken replies a chat recording
+    keeps. A session in which nothing was said is not kept."""
 
     def __init__(self, settings: Callable[[], Settings], root: Path | None = None, *,
                  pool: WriterPool | None = None, status: Status | None = None,
-                 model: Callable[[], str | None] = lambda: None) -> None:
+                 model: Callable[[], str | None] = lambda: None, voice: Callable[[], Any] = lambda: None) -> None:
         self.settings, self.root = settings, Path(root) if root is not None else default_root()
         self.pool, self.status, self.model = pool or shared_pool(), status or (lambda text: None), model
-        self.chats = ChatRecording(self._open_chat, lambda: self.settings().record_chats)
+        self.chats = ChatRecording(self._open_chat, lambda: self.settings().record_chats, voice=voice)
         self._replays = ThreadPoolExecutor(1, thread_name_prefix="omnidesk-replay")  # one at a time, in order
         self.last_freed: Freed | None = None
         self._stopping = threading.Event()  # the app is closing: a replay being built gives up
@@ -70,11 +71,11 @@ class Recordings:
             settings={"call_mode": call.state.mode.value, "tts_engine": s.tts_engine, "tts_voice": s.tts_voice,
                       "audio_input_device": s.audio_input_device},
             user_rate=int(getattr(call.mic, "sample_rate", 16000)), ai_rate=min(rate, AI_RATE_MAX) if rate else None,
-            on_warning=state)
+            on_warning=state, keep_empty=False)
         if rec.failed is not None:
             return None  # the warning went out already
         recording = CallRecording(rec, mic_rate=rec.meta["user_rate"],
-                                  on_closed=lambda r: (state(""), self.build_replay(r.folder)))
+                                  on_closed=lambda r: (state(""), r.discarded or self.build_replay(r.folder)))
         recording.attach(call, speaker)
         state(RECORDING)
         return recording
@@ -83,7 +84,7 @@ class Recordings:
         s = self.settings()
         return SessionRecorder(self.root, "chat", title=title, model=self.model_name(), pool=self.pool,
                                settings={"temperature": s.temperature, "max_tokens": s.max_tokens},
-                               on_warning=self.status)
+                               on_warning=self.status, keep_empty=False)
 
     def build_replay(self, folder: Path) -> None:
         """Build `folder`'s replay files in the background, reporting progress through `status`."""

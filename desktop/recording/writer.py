@@ -9,6 +9,7 @@ import errno
 import io
 import json
 import logging
+import shutil
 import threading
 import time
 from concurrent.futures import Future
@@ -33,6 +34,7 @@ _GROUP = {"user": "audio", "ai": "audio", "frame": "frame"}
 # What a hold lets wait. An audio chunk never waits: a kill just as a second one came would lose
 # both (the waiting one could not be written in time), so a chunk ends the hold; one frame may.
 WAITING_MAX = {"audio": 0, "frame": 1}
+SAID = frozenset(("user_text", "user_partial", "assistant_delta", "assistant_text"))  # a session with none is empty
 
 _live: dict[Path, SessionRecorder] = {}  # folders open in this process (retention leaves them alone)
 _live_lock = threading.Lock()
@@ -60,13 +62,16 @@ class SessionRecorder:
     """Records one session into `<root>/<stamp>-<kind>-<id8>/`. Every method returns at once (the
     work is queued on the writer pool). Times: `clock` is the one the caller's timestamps are on
     (a call's clock); the session starts at `clock.now()` (`t` = 0). `on_warning(message)` is
-    called once, on a writer thread, when the recording had to stop (disk full, unwritable)."""
+    called once, on a writer thread, when the recording had to stop (disk full, unwritable).
+    `keep_empty=False`: a session in which nothing was said (no user or assistant text: a call
+    hung up at once) is deleted when it closes (`discarded`), instead of listed as a recording."""
 
     def __init__(self, root: Path, kind: str, *, title: str = "", model: str = "",
                  settings: dict[str, Any] | None = None, user_rate: int = 16000, ai_rate: int | None = None,
                  video: bool = False, clock: Clock | None = None, wall: Callable[[], float] = time.time,
                  pool: WriterPool | None = None, disk: Disk | None = None,
-                 on_warning: Callable[[str], None] | None = None, max_pending: int = MAX_PENDING_BYTES) -> None:
+                 on_warning: Callable[[str], None] | None = None, max_pending: int = MAX_PENDING_BYTES,
+                 keep_empty: bool = True) -> None:
         self.clock = clock or RealClock()
         self.kind, self.disk, self.on_warning, self.max_pending = kind, disk or Disk(), on_warning, max_pending
         self.started_at = wall()
@@ -92,6 +97,7 @@ class SessionRecorder:
         self._closing: Future[SessionRecorder] | None = None
         self.failed: str | None = None  # the warning, once the recording stopped on an error
         self.bytes_written = 0
+        self.keep_empty, self.said, self.discarded = keep_empty, 0, False
         with _live_lock:
             _live[self.folder] = self
         try:  # a few mkdirs and one small file: at the session's start, never in its loop
@@ -122,6 +128,8 @@ class SessionRecorder:
         """A timeline line `{"t", "kind", **fields}` (t: session seconds, default now)."""
         if not self.recording:
             return
+        if kind in SAID:
+            self.said += 1
         self._timeline.submit(self._append, {"t": round(self.now() if t is None else t, 4), "kind": kind, **fields})
         if kind == "user_text" and not self.meta["first_words"] and str(fields.get("text", "")).strip():
             words = " ".join(str(fields["text"]).split())
@@ -341,10 +349,25 @@ class SessionRecorder:
                     self._file.close()
                 except OSError:
                     pass
+            if not self.keep_empty and self.said == 0:
+                self._discard()
         finally:
             with _live_lock:
                 _live.pop(self.folder, None)
             fut.set_result(self)
+
+
+    def _discard(self) -> None:
+        """Delete the folder of a session in which nothing was said (never a link, never outside)."""
+        if self.folder.is_symlink() or not self.folder.is_dir():
+            return
+        try:
+            shutil.rmtree(self.folder)
+        except OSError as exc:
+            log.warning("An empty recording could not be removed (%s): %s", self.folder, exc)
+            return
+        self.discarded = True
+        log.info("Nothing was said in %s: not kept", self.folder.name)
 
 
 def _wav_bytes(pcm: np.ndarray, rate: int) -> bytes:

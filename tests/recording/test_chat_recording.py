@@ -39,9 +39,12 @@ def test_chat_turns_are_recorded_per_conversation(tmp_path):
     chats.observe(FakeReply(other))  # off: not recorded, and c1's session ends
     assert len(opened) == 1 and chats.sessions == {} and not opened[0].recording
     on[0] = True
-    chats.observe(FakeReply(other))
+    hello = FakeReply(other)
+    chats.observe(hello)
+    hello.stream("hello")  # a session opens with a reply's first text
     third = FakeReply(conv)
     chats.observe(third)  # c1 again: a new session
+    third.stream("Woof")
     assert len(opened) == 3 and set(chats.sessions) == {"c1", "c2"}
     now[0] = 601.0
     chats.close_idle()  # idle for 10 minutes: closed
@@ -76,7 +79,9 @@ def test_a_session_stopped_by_the_disk_is_closed_when_replaced(tmp_path):
 
     chats = ChatRecording(open_session, lambda: True)
     conv = Conversation("c1", messages=[StoredMessage("user", "hi")])
-    chats.observe(FakeReply(conv))  # its first line finds the disk full
+    reply = FakeReply(conv)
+    chats.observe(reply)
+    reply.stream("hello")  # its first line finds the disk full
     first = opened[0]
     for _ in range(200):
         if first.failed is not None:
@@ -84,7 +89,9 @@ def test_a_session_stopped_by_the_disk_is_closed_when_replaced(tmp_path):
         time.sleep(0.01)
     assert first.failed and first.folder in live_folders()
     conv.messages.append(StoredMessage("user", "again"))
-    chats.observe(FakeReply(conv))
+    again = FakeReply(conv)
+    chats.observe(again)
+    again.stream("hello again")
     assert first._closing is not None  # closed by the hook, not by this test
     first._closing.result(10)
     assert len(opened) == 2 and first.folder not in live_folders() and opened[1].folder in live_folders()

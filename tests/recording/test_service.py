@@ -100,6 +100,7 @@ def test_chats_carry_the_loaded_models_name_and_are_live_until_closed(tmp_path):
     loaded[0] = None  # no model loaded: the settings' source stands in
     other = FakeReply(Conversation("c2", messages=[StoredMessage("user", "yo")]))
     recs.chats.observe(other)
+    other.stream("Yo!")
     second = recs.chats.sessions["c2"].recorder.folder
     recs.close()
     assert recs.live() == set()

@@ -5,6 +5,8 @@ to zoom, wheel to scroll when zoomed."""
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
@@ -211,10 +213,12 @@ class TurnLane(TimeLane):
     def __init__(self, parent: QWidget | None = None, height: int = 34) -> None:
         super().__init__("Turns", height, parent)
         self.turns: list[Turn] = []
+        self.starts: list[float] = []  # the turns' start times (sorted), to paint only those in view
         self.current: int | None = None
 
     def set_turns(self, turns: list[Turn]) -> None:
         self.turns = turns
+        self.starts = [t.start for t in turns]
         self.update()
 
     def set_current(self, index: int | None) -> None:
@@ -227,9 +231,13 @@ class TurnLane(TimeLane):
         base, text, hl = (pal.color(r) for r in (QPalette.ColorRole.Base, QPalette.ColorRole.Text,
                                                  QPalette.ColorRole.Highlight))
         fm = p.fontMetrics()
-        for i, turn in enumerate(self.turns):
+        first = max(bisect.bisect_right(self.starts, self.view[0]) - 1, 0)  # the turns in view only
+        for i in range(first, len(self.turns)):
+            turn = self.turns[i]
             end = self.turns[i + 1].start if i + 1 < len(self.turns) else self.duration
-            if end < self.view[0] or turn.start > self.view[1]:
+            if turn.start > self.view[1]:
+                break
+            if end < self.view[0]:
                 continue
             x0, x1 = self.x_of(turn.start), self.x_of(end)
             block = QRectF(x0 + 1, rect.top() + 3, max(2.0, x1 - x0 - 2), rect.height() - 6)

@@ -5,6 +5,7 @@ one the app stopped during is marked ⚠."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable
 
@@ -16,7 +17,9 @@ from desktop.recording.library import Summary
 from desktop.safefile import human_size
 from desktop.ui.recordings.format import clock_text, date_text, kind_text
 
+log = logging.getLogger(__name__)
 Index = QModelIndex | QPersistentModelIndex
+DAMAGED = "⚠ damaged"  # a cell whose value could not be shown
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 2
 COLUMNS = ("Date", "Type", "Duration", "Size", "Title", "First words")
@@ -36,12 +39,16 @@ def so_far(s: Summary, now: float) -> float:
 
 
 def duration_text(s: Summary, now: float) -> str:
+    if s.damaged:
+        return f"{clock_text(s.duration)} {DAMAGED}"
     if s.live:
         return f"● Recording · {clock_text(so_far(s, now))}"
     return clock_text(s.duration) + ("" if s.complete else " ⚠")
 
 
 def duration_tip(s: Summary, now: float) -> str | None:
+    if s.damaged:
+        return f"This recording is damaged ({s.damaged}); what can be read of it still opens."
     if s.live:
         ends = ("when the call ends" if s.kind == "call" else
                 f"after {int(IDLE_CLOSE_S // 60)} minutes without a new message, or when Omnidesk closes")
@@ -57,6 +64,7 @@ class RecordingsModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[Summary] = []
         self.clock = clock
+        self.failures = 0  # exceptions caught in data()/headerData() (the first one is logged)
 
     def set_rows(self, rows: list[Summary]) -> None:
         self.beginResetModel()
@@ -77,12 +85,29 @@ class RecordingsModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(COLUMNS)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
+        try:
+            if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+                return COLUMNS[section]
+        except Exception as exc:  # never into Qt: PySide turns it into a crash of the whole app
+            self.failed(exc, f"header {section}")
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
+        """The cell's value; a value that cannot be shown reads DAMAGED (never an exception)."""
+        try:
+            return self._data(index, role)
+        except Exception as exc:  # never into Qt: PySide turns it into a crash of the whole app
+            self.failed(exc, f"row {index.row()}, column {index.column()}")
+            return DAMAGED if role == Qt.ItemDataRole.DisplayRole else None
+
+    def failed(self, exc: Exception, where: str) -> None:
+        """Count a caught exception; log the first one (a damaged row is asked for on every paint)."""
+        self.failures += 1
+        if self.failures == 1:
+            log.error("Recordings list: a cell could not be shown (%s); it reads %r", where, DAMAGED, exc_info=exc)
+
+    def _data(self, index: Index, role: int) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self.rows):
             return None
         s, col = self.rows[index.row()], index.column()
         if role == Qt.ItemDataRole.DisplayRole:
@@ -126,6 +151,10 @@ class RecordingsFilter(QSortFilterProxyModel):
         if not self._words:
             return True
         model = self.sourceModel()
-        s: Summary = model.data(model.index(row, 0, parent), SUMMARY_ROLE)
-        haystack = f"{title_of(s)} {s.first_words}".casefold()
+        try:
+            s: Summary = model.data(model.index(row, 0, parent), SUMMARY_ROLE)
+            haystack = f"{title_of(s)} {s.first_words}".casefold()
+        except Exception:  # never into Qt (see RecordingsModel.data); the row stays listed
+            log.debug("Recordings search: row %d could not be read", row, exc_info=True)
+            return True
         return all(w in haystack for w in self._words)
