@@ -14,10 +14,12 @@ from PySide6.QtWidgets import QAbstractSlider, QApplication
 from desktop.engine.conversations import ConversationStore, ReplyVersion, StoredMessage
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
-from desktop.ui.chat.message_view import PAGE, MessageView
+from desktop.ui.chat import message_view
+from desktop.ui.chat.message_view import MessageView
 from desktop.ui.chat.message_widget import MessageWidget
 
 pytestmark = pytest.mark.hardening
+PAGE = getattr(message_view, "PAGE", 40)  # messages drawn at once (the view before issue 19 had none)
 
 STATS = {"input_tokens": 30, "cached_tokens": 20, "generated_tokens": 8, "kind": "extend", "finish_reason": "eos"}
 
@@ -59,7 +61,7 @@ def test_opening_1000_messages_draws_a_bounded_page(tmp_path, qtbot):
     page, conv_id = long_page(tmp_path, qtbot, 1000)
     assert page.open_conversation(conv_id)
     view = page.view
-    assert view.count() == 1000 and len(view.widgets()) == PAGE <= 60
+    assert len(view.widgets()) == PAGE <= 60 and view.count() == 1000
     assert [w.index for w in view.widgets()] == list(range(1000 - PAGE, 1000))
     assert view.earlier_button.isVisible() and "960" in view.earlier_button.text()
     # every behaviour of the last reply is still there: versions, Regenerate, badge, Copy, links
