@@ -132,7 +132,7 @@ def test_too_long_tells_the_message_from_the_conversation():
     detail = ("This conversation is 12071 tokens long; the model's context window is 8192 tokens. "
               "Start a new conversation or shorten the message.")
     assert too_long(detail, 48_000, 48_100, alone=True) == \
-        "This message is too long for the model (about 12,046 tokens; the limit is 8,192)."
+        "This message is too long for the model: with it the conversation is 12,071 tokens; the limit is 8,192."
     assert too_long(detail, 4_000, 48_000, alone=False) is None  # the history is what grew too long
     assert too_long(detail, 40_000, 48_000, alone=False).startswith("This message is too long")
     assert too_long("Message 1 is 70,000", 70_000, 70_010, alone=True) == "This message is too long for the model."
