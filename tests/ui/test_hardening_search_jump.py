@@ -5,7 +5,8 @@ earlier messages of a long conversation as needed), with the words marked until 
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPoint
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from desktop.engine.conversations import ConversationStore, StoredMessage
@@ -59,5 +60,9 @@ def test_a_search_opens_the_conversation_at_the_match_with_the_words_marked(page
     marked = sorted(s.cursor.selectedText().lower() for s in widget.body.extraSelections())
     assert marked == ["atlantic", "zeppelin"]
     view.grab().save("/tmp/shots/search-jump.png")
+    bar = view.verticalScrollBar()
+    bar.setValue(bar.maximum())  # the user reads on; a click on the open conversation's row jumps back
+    QTest.mouseClick(lst.view.viewport(), Qt.MouseButton.LeftButton, pos=lst.view.visualRect(model.index(0, 0)).center())
+    qtbot.waitUntil(lambda: 0 <= widget.mapTo(view.viewport(), QPoint(0, 0)).y() < view.viewport().height() // 2)
     lst.search.clear()  # the search is over: the marks go
     assert widget.body.extraSelections() == []
