@@ -93,8 +93,10 @@ def test_a_message_too_long_for_the_model_goes_back_into_the_text_box(gateway, t
     assert page.store.list() == [] and not list(page.store.root.glob("*.json"))
     notice = page.view.notice()
     assert notice is not None and not notice.retry_button.isVisibleTo(page)
-    assert notice.label.text().startswith("This message is too long for the model (about ")
-    assert "the limit is 2,048)" in notice.label.text() and "grown too long" not in notice.label.text()
+    assert notice.label.text().startswith("This message is too long for the model: with it the conversation is ")
+    assert "the limit is 2,048." in notice.label.text() and "grown too long" not in notice.label.text()
+    # the headline's token count is the detail's (issue 19)
+    assert notice.label.text().split(" tokens")[0].split()[-1] in notice.detail.text()
     qtbot.wait(30)
     screenshot(page, "chat-message-too-long")
     # shortened, it is sent into the same new conversation
