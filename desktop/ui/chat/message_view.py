@@ -81,7 +81,7 @@ class MessageView(QScrollArea):
         self._list.insertStretch(0, 1)  # with the one at the end: the empty hint sits in the middle
         self._follow = True
         # After earlier messages were added above: the widget that was on top, and how far below
-        # the top of the view it was; kept there until the user scrolls (see _keep_anchor).
+        # the top of the view it was; kept there until the user scrolls (see _anchored).
         self._anchor: tuple[MessageWidget, int] | None = None
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._scrolled)
@@ -106,7 +106,10 @@ class MessageView(QScrollArea):
 
     def append(self, role: str, text: str, stats: dict[str, Any] | None = None, *,
                interrupted: bool = False, images: Sequence[str] = ()) -> MessageWidget:
-        widget = self._build(role, text, self.count(), stats, interrupted, images)
+        return self._push(self._build(role, text, self.count(), stats, interrupted, images))
+
+    def _push(self, widget: MessageWidget) -> MessageWidget:
+        """Put a new message's widget at the end: it is the last message now."""
         self._list.insertWidget(self._list.count() - 1 - (self._notice is not None), widget)
         if self._widgets:
             self._widgets[-1].set_can_regenerate(False)
@@ -137,9 +140,7 @@ class MessageView(QScrollArea):
 
     def add(self, m: StoredMessage) -> MessageWidget:
         """Show a saved message at the end (with its versions, a regenerated reply)."""
-        widget = self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED, images=m.images)
-        widget.set_versions(m.shown, count(m))
-        return widget
+        return self._push(self._saved(m, self.count()))
 
     def show_earlier(self) -> int:
         """Draw the PAGE messages before the first one drawn, above it, without moving what the
@@ -153,8 +154,7 @@ class MessageView(QScrollArea):
             self._anchor = (top, self._y_of(top) - self.verticalScrollBar().value())
         built = []
         for i, m in enumerate(page):
-            widget = self._build(m.role, m.content, cut + i, m.stats, m.status == INTERRUPTED, m.images)
-            widget.set_versions(m.shown, count(m))
+            widget = self._saved(m, cut + i)
             widget.set_can_regenerate(False)
             self._list.insertWidget(_FIRST_ROW + i, widget)
             built.append(widget)
@@ -245,6 +245,12 @@ class MessageView(QScrollArea):
         widget.set_actions_enabled(not self._busy)
         if self._words:
             widget.body.highlight(self._words)
+        return widget
+
+    def _saved(self, m: StoredMessage, index: int) -> MessageWidget:
+        """The widget of a saved message (with its versions, a regenerated reply)."""
+        widget = self._build(m.role, m.content, index, m.stats, m.status == INTERRUPTED, m.images)
+        widget.set_versions(m.shown, count(m))
         return widget
 
     def _refresh(self) -> None:
