@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget,
+    QApplication, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
 from desktop.engine.conversations import INTERRUPTED, StoredMessage
@@ -165,8 +165,13 @@ class MessageView(QScrollArea):
 
     def reveal(self, index: int) -> MessageWidget | None:
         """Draw the messages down from `index` if they are not yet, and scroll to that message."""
-        while self._older and index < len(self._older):
-            self.show_earlier()
+        if index < len(self._older):  # far up a long conversation this takes a moment
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+            try:
+                while self._older and index < len(self._older):
+                    self.show_earlier()
+            finally:
+                QApplication.restoreOverrideCursor()
         widget = self.widget_at(index)
         if widget is not None:  # kept a little below the top while the layout settles
             self._follow, self._anchor = False, (widget, REVEAL_MARGIN)
