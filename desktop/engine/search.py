@@ -1,5 +1,6 @@
 """Search over saved conversations: titles and message text, case-insensitive, every word of the
-query anywhere in the conversation, with a snippet of the matching message. No Qt.
+query anywhere in the conversation, with a snippet of the matching message (the latest that has
+the most of the words: the conversation opens there, the words marked). No Qt.
 
 The case-folded text of each conversation is kept and rebuilt only when that conversation changed,
 so a search over thousands of conversations is a scan of strings already in memory."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
     from desktop.engine.conversations import Conversation
@@ -19,17 +20,26 @@ SNIPPET_CHARS = 70  # of message text around the first match
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A conversation that matches; `word` is the first query word that its title does not show
-    ("" when the title shows them all). `snippet()` is worked out only when asked (shown rows)."""
+    ("" when the title shows them all), `words` every word of the query. `snippet()` is worked
+    out only when asked (shown rows). `message_index()`: the message the search leads to."""
 
     conv: Conversation
     word: str = ""
+    words: tuple[str, ...] = ()
+
+    def message_index(self) -> int | None:
+        return match_index(self.conv.messages, self.words or ((self.word,) if self.word else ()))
 
     def snippet(self) -> str:
-        """Text around `word` in the first message that has it ("" for none)."""
-        if not self.word:
+        """Text around `word` (else the first query word it has) in that message; "" when the
+        title shows every word."""
+        index = self.message_index() if self.word else None
+        if index is None:
             return ""
-        message = next((m.content for m in self.conv.messages if self.word in m.content.casefold()), "")
-        return snippet(message, self.word) if message else ""
+        text = self.conv.messages[index].content
+        folded = text.casefold()
+        word = self.word if self.word in folded else next((w for w in self.words if w in folded), self.word)
+        return snippet(text, word)
 
 
 def _stamp(conv: Conversation) -> tuple:
@@ -44,15 +54,37 @@ def terms(query: str) -> list[str]:
 
 
 def snippet(text: str, word: str, width: int = SNIPPET_CHARS) -> str:
-    """One line of `text` around the first occurrence of `word` (any case), "…" where cut."""
-    found = re.search(re.escape(word), text, re.IGNORECASE)
+    """One line of `text` around the first occurrence of `word` (any case), "…" where cut. It is
+    cut only between words (a single word longer than the line aside): it never starts or ends
+    with a piece of a word."""
+    line = " ".join(text.split())
+    if len(line) <= width:
+        return line
+    found = re.search(re.escape(" ".join(word.split())), line, re.IGNORECASE)
     start = found.start() if found else 0
-    lo = max(0, start - width // 3)
-    if lo:
-        space = text.rfind(" ", 0, lo + 1)
-        lo = space + 1 if space >= 0 and lo - space < 12 else lo
-    piece = " ".join(text[lo: lo + width].split())
-    return ("…" if lo else "") + piece + ("…" if lo + width < len(text) else "")
+    lo = min(max(0, start - width // 3), len(line) - width)  # the match a third in; no room wasted at the end
+    lo = 0 if lo <= 12 else lo  # a match near the start: from the start
+    if lo > 0 and line[lo - 1] != " ":  # inside a word: from its start, or the next word's
+        back = line.rfind(" ", 0, lo) + 1
+        ahead = line.find(" ", lo) + 1
+        lo = back if lo - back < 12 or not 0 < ahead <= start else ahead
+    hi = lo + width
+    if hi < len(line) and line[hi] != " ":  # inside a word: end before it
+        space = line.rfind(" ", lo, hi)
+        hi = space if space > start + len(word) else hi
+    return ("…" if lo else "") + line[lo:hi].strip() + ("…" if hi < len(line) else "")
+
+
+def match_index(messages: Sequence[Any], words: Sequence[str]) -> int | None:
+    """The message (its index) a search for `words` (case-folded) leads to: of those with the most
+    of the words, the latest (the user's most recent mention); None when none has any."""
+    best, best_count = None, 0
+    for i, m in enumerate(messages):
+        folded = m.content.casefold()
+        n = sum(w in folded for w in words)
+        if n and n >= best_count:
+            best, best_count = i, n
+    return best
 
 
 class SearchIndex:
@@ -82,7 +114,7 @@ class SearchIndex:
             title, body = self._entry(conv)
             if all(w in title or w in body for w in words):
                 unseen = [w for w in words if w not in title]  # the title already shows the others
-                hits.append(Hit(conv, unseen[0] if unseen else ""))
+                hits.append(Hit(conv, unseen[0] if unseen else "", tuple(words)))
         self._forget(convs)
         return hits
 

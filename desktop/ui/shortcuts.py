@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QKeyCombination, Qt
+from PySide6.QtCore import QKeyCombination, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView, QDialog, QDialogButtonBox, QHeaderView, QTableWidget, QTableWidgetItem,
+    QAbstractItemView, QDialog, QDialogButtonBox, QHeaderView, QStyle, QTableWidget, QTableWidgetItem,
     QVBoxLayout, QWidget,
 )
 
@@ -155,11 +155,29 @@ class ShortcutsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(table)
         layout.addWidget(buttons)
-        height = sum(table.rowHeight(r) for r in range(len(rows))) + 2 * table.frameWidth()
-        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
-        room = int(screen.availableGeometry().height() * 0.9) if screen is not None else 640
-        self.resize(420, min(height + 70, max(room, 480)))  # all of it where the screen has room
+        table.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)  # no row jumps
+        self.resize(self._fitting_size(parent))
         table.setFocus()  # Page Down / arrows scroll what does not fit
+
+    def _fitting_size(self, parent: QWidget | None) -> QSize:
+        """All of the table where there is room (no row cut, no action elided), within the window
+        it helps with (and the screen): what does not fit scrolls."""
+        table, layout = self.table, self.layout()
+        margins = layout.contentsMargins()
+        rows = sum(table.rowHeight(r) for r in range(table.rowCount()))
+        below = layout.spacing() + self.findChild(QDialogButtonBox).sizeHint().height()
+        height = rows + 2 * table.frameWidth() + margins.top() + margins.bottom() + below
+        bar = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        width = (table.columnWidth(0) + table.sizeHintForColumn(1) + 16 + bar + 2 * table.frameWidth()
+                 + margins.left() + margins.right())
+        room = QSize(1 << 16, 1 << 16)
+        window = parent.window() if parent is not None else None
+        if window is not None and window.isVisible():
+            room = window.frameGeometry().size() * 0.92
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        if screen is not None:
+            room = room.boundedTo(screen.availableGeometry().size() * 0.92)
+        return QSize(max(min(width, room.width()), 360), max(min(height, room.height()), 240))
 
     def listed(self) -> dict[str, str]:
         """What the help shows: the keys of each action's text (section headings left out)."""

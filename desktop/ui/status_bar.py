@@ -13,13 +13,21 @@ from desktop.ui.admin.monitor import Snapshot, WorkerRow
 from desktop.ui.plain import plain_tip
 
 ORDER = ("busy", "idle", "loading", "error", "unreachable")
+# The workers' states in words a user reads; the others ("idle", "busy", "loading", "error",
+# "unreachable") are words already.
+PLAIN = {"duplex_active": "in a call", "duplex_paused": "call paused"}
+
+
+def plain_state(state: str) -> str:
+    """A worker state as the status bar says it: "duplex_active" → "in a call"."""
+    return PLAIN.get(state, state.replace("_", " "))
 
 
 def worker_state_text(w: WorkerRow) -> str:
     if w.state == "loading":
         fraction = loading_fraction(w.message)
         return f"loading {percent(fraction)}" if fraction is not None else "loading"
-    return w.state
+    return plain_state(w.state)
 
 
 def worker_summary(workers: list[WorkerRow]) -> str:
@@ -35,9 +43,9 @@ def worker_summary(workers: list[WorkerRow]) -> str:
             fractions = [loading_fraction(w.message) for w in workers]
             if all(f is not None for f in fractions):
                 return f"{len(workers)} workers: loading {percent(min(fractions))}"  # type: ignore[type-var]
-        return f"{len(workers)} workers: {state}"
+        return f"{len(workers)} workers: {plain_state(state)}"
     parts = [f"{counts[s]} {s}" for s in ORDER if counts[s]]
-    parts += [f"{n} {s}" for s, n in counts.items() if s not in ORDER]
+    parts += [f"{n} {plain_state(s)}" for s, n in counts.items() if s not in ORDER]
     return f"{len(workers)} workers: " + ", ".join(parts)
 
 
@@ -78,7 +86,7 @@ class StatusBar(QStatusBar):
             self.queue_label.setText(queue_summary(0))
             return
         self.workers_label.setText(phase or worker_summary(snapshot.workers))
-        tips = [f"{w.id} ({w.device}): {w.state}{' · ' + w.message if w.message else ''}" for w in snapshot.workers]
+        tips = [f"{w.id} ({w.device}): {plain_state(w.state)}{' · ' + w.message if w.message else ''}" for w in snapshot.workers]
         self.workers_label.setToolTip(plain_tip("\n".join(tips)))
         self.queue_label.setText(queue_summary(len(snapshot.queue) or snapshot.queue_stats.get("length", 0)))
 

@@ -93,8 +93,10 @@ def test_a_message_too_long_for_the_model_goes_back_into_the_text_box(gateway, t
     assert page.store.list() == [] and not list(page.store.root.glob("*.json"))
     notice = page.view.notice()
     assert notice is not None and not notice.retry_button.isVisibleTo(page)
-    assert notice.label.text().startswith("This message is too long for the model (about ")
-    assert "the limit is 2,048)" in notice.label.text() and "grown too long" not in notice.label.text()
+    assert notice.label.text().startswith("This message is too long for the model: with it the conversation is ")
+    assert "the limit is 2,048." in notice.label.text() and "grown too long" not in notice.label.text()
+    # the headline's token count is the detail's (issue 19)
+    assert notice.label.text().split(" tokens")[0].split()[-1] in notice.detail.text()
     qtbot.wait(30)
     screenshot(page, "chat-message-too-long")
     # shortened, it is sent into the same new conversation
@@ -132,7 +134,7 @@ def test_too_long_tells_the_message_from_the_conversation():
     detail = ("This conversation is 12071 tokens long; the model's context window is 8192 tokens. "
               "Start a new conversation or shorten the message.")
     assert too_long(detail, 48_000, 48_100, alone=True) == \
-        "This message is too long for the model (about 12,046 tokens; the limit is 8,192)."
+        "This message is too long for the model: with it the conversation is 12,071 tokens; the limit is 8,192."
     assert too_long(detail, 4_000, 48_000, alone=False) is None  # the history is what grew too long
     assert too_long(detail, 40_000, 48_000, alone=False).startswith("This message is too long")
     assert too_long("Message 1 is 70,000", 70_000, 70_010, alone=True) == "This message is too long for the model."

@@ -100,6 +100,8 @@ class ConversationList(QWidget):
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._menu)
         self.view.selectionModel().currentChanged.connect(self._current_changed)
+        # while searching, a click on the row already open opens it again: at the match
+        self.view.clicked.connect(lambda index: self.search.text().strip() and self._current_changed(index, None))
         self.view.delete_pressed.connect(lambda: self.current_id() and self.delete_requested.emit(self.current_id()))
         layout.addWidget(self.view, 1)
         self.empty = QLabel("No conversations yet")

@@ -5,8 +5,10 @@ asyncio task; the confirmation is opened with open() and answers through a callb
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Callable
 
+from PySide6.QtCore import QStandardPaths
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from desktop.ui.plain import plain
@@ -25,9 +27,17 @@ def suggested_file_name(title: str) -> str:
     return f"{stem}.md"
 
 
+def export_folder() -> Path:
+    """Where the export dialog opens: the user's Documents folder (the home folder without one),
+    never the folder the app was started from."""
+    docs = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return Path(docs) if docs and Path(docs).is_dir() else Path.home()
+
+
 def ask_export_path(parent: QWidget, title: str) -> str | None:
     """The file to export to; its suffix (.md or .json) picks the format. None when cancelled."""
-    path, chosen = QFileDialog.getSaveFileName(parent, "Export conversation", suggested_file_name(title), EXPORT_FILTERS)
+    suggested = str(export_folder() / suggested_file_name(title))
+    path, chosen = QFileDialog.getSaveFileName(parent, "Export conversation", suggested, EXPORT_FILTERS)
     if not path:
         return None
     if not path.lower().endswith((".md", ".markdown", ".json")):

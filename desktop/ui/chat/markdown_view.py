@@ -12,9 +12,9 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, QUrl
 from PySide6.QtGui import (
-    QPalette, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat, QTextOption, QWheelEvent,
+    QColor, QPalette, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat, QTextOption, QWheelEvent,
 )
-from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
+from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QTextEdit
 
 from desktop.ui.chat import links
 from desktop.ui.chat.soft_breaks import BREAK_MARK, LINE_BREAK, keep_line_breaks
@@ -23,6 +23,7 @@ from desktop.ui.plain import plain_tip
 
 RENDER_EVERY_S = 0.05  # long texts re-render at most this often while streaming
 # GitHub Markdown without raw HTML: a reply's "<img …>" or "<a …>" shows as the text it is
+FOUND_BACKGROUND, FOUND_TEXT = QColor("#ffd54f"), QColor("#1a1a1a")  # a search's words, as browsers mark them
 MARKDOWN = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
 
 
@@ -37,6 +38,7 @@ class MarkdownView(QTextBrowser):
     def __init__(self, markdown: bool = True, parent=None) -> None:
         super().__init__(parent)
         self._markdown, self._source, self._last_render = markdown, "", 0.0
+        self._words: list[str] = []  # highlighted (see highlight)
         self._pending = QTimer(self, singleShot=True, timeout=self._render)
         self.setOpenLinks(False)  # a click never navigates this view (a file: link would replace the text)
         self.setOpenExternalLinks(False)
@@ -82,7 +84,28 @@ class MarkdownView(QTextBrowser):
             self._style_code()
         else:
             self.setPlainText(self._source)
+        if self._words:
+            self.highlight(self._words)
         self._fit()
+
+    def highlight(self, words: list[str]) -> int:
+        """Mark every occurrence of these words (any case) until the text changes or `[]`
+        clears them; how many were marked."""
+        self._words = list(words)
+        fmt = QTextCharFormat()
+        fmt.setBackground(FOUND_BACKGROUND)
+        fmt.setForeground(FOUND_TEXT)
+        marks = []
+        doc = self.document()
+        for word in self._words:
+            found = doc.find(word)
+            while not found.isNull():
+                mark = QTextEdit.ExtraSelection()
+                mark.cursor, mark.format = found, fmt
+                marks.append(mark)
+                found = doc.find(word, found)
+        self.setExtraSelections(marks)
+        return len(marks)
 
     def _break_lines(self) -> None:
         """Each BREAK_MARK with the space of the soft break after it becomes a line separator: a

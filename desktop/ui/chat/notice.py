@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from desktop.engine.conversations import Conversation
 from desktop.ui.chat.style import accent, muted, small_font, wash
 
 FRIENDLY = {
@@ -52,10 +53,46 @@ def too_long(detail: str, message_chars: int, request_chars: int, alone: bool) -
             return f"This message is too long for the model ({message_chars:,} characters; the limit is {chars.group(2)})."
         return "This message is too long for the model." if alone else None
     total, limit = (int(g.replace(",", "")) for g in m.groups())
-    tokens = round(total * message_chars / max(request_chars, 1))
+    tokens = round(total * message_chars / max(request_chars, 1))  # its share: is it the long one?
     if tokens <= limit and not alone:
         return None
-    return f"This message is too long for the model (about {max(tokens, limit + 1):,} tokens; the limit is {limit:,})."
+    # the count the detail gives (the whole request's), not the estimate: the two never disagree
+    return f"This message is too long for the model: with it the conversation is {total:,} tokens; the limit is {limit:,}."
+
+
+_MESSAGE_N = re.compile(r"\bMessage (\d+)\b")
+_LONG_NUMBER = re.compile(r"(?<![\w.,/-])\d{4,}(?![\w.,/-])")  # not in a name, a path or a number
+
+
+def ordinal(n: int) -> str:
+    """1 → "1st", 2 → "2nd", 11 → "11th", 23 → "23rd"."""
+    end = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{end}"
+
+
+def in_user_terms(detail: str, conv: Conversation) -> str:
+    """An error from the gateway or a worker as the chat shows it: "Message 2" (counted in the
+    request, where the system prompt is message 1) becomes the message the user knows ("Your
+    message", "Your 3rd message", "The assistant's 2nd reply", "The system prompt"), and long
+    numbers get thousands separators ("8790 tokens" → "8,790 tokens")."""
+    first = 1 + bool(conv.system_prompt)  # the request's number of the conversation's first message
+
+    def name(m: re.Match) -> str:
+        n = int(m.group(1))
+        if n == 1 and conv.system_prompt:
+            return "The system prompt"
+        i = n - first
+        if not 0 <= i < len(conv.messages):
+            return m.group(0)
+        role = conv.messages[i].role
+        same = [k for k, msg in enumerate(conv.messages) if msg.role == role]
+        nth = same.index(i) + 1
+        if role == "user":
+            return "Your message" if nth == len(same) else f"Your {ordinal(nth)} message"
+        return f"The assistant's {ordinal(nth)} reply"
+
+    detail = _MESSAGE_N.sub(name, detail)
+    return _LONG_NUMBER.sub(lambda m: f"{int(m.group(0)):,}", detail)
 
 
 def eta_text(eta_s: float) -> str:

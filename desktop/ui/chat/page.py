@@ -14,6 +14,7 @@ from desktop.engine.conversations import Conversation, ConversationStore, Stored
 from desktop.engine.presets import PresetStore
 from desktop.engine.reply import Reply
 from desktop.engine.reply_versions import count, switch
+from desktop.engine.search import match_index, terms
 from desktop.engine.voice import Voice
 from desktop.settings import Settings
 from desktop.ui.chat.composer import Composer
@@ -89,9 +90,9 @@ class ChatPage(PageActions, QWidget):
 
     def _connect(self) -> None:
         lst, view, composer = self.conversations, self.view, self.composer
-        lst.selected.connect(self.open_conversation)
+        lst.selected.connect(self._open_found)
         lst.new_requested.connect(self.new_conversation)
-        lst.search_changed.connect(lambda _text: self.refresh_list())
+        lst.search_changed.connect(self._search_changed)
         lst.search.left.connect(self.focus_composer)
         lst.rename_requested.connect(self.rename)
         lst.delete_requested.connect(self.delete)
@@ -102,6 +103,7 @@ class ChatPage(PageActions, QWidget):
         view.continue_requested.connect(lambda _i: self.continue_reply())
         view.version_requested.connect(self.show_version)
         view.copied.connect(lambda: self.status.emit("Copied to the clipboard"))
+        view.earlier_shown.connect(self.speech.refresh)  # Replay on the replies drawn now
         composer.send_requested.connect(self.send)
         composer.refused.connect(self.status)
         composer.stop_requested.connect(self.stop)
@@ -149,6 +151,22 @@ class ChatPage(PageActions, QWidget):
             self.conversation_changed.emit(conv.id)
         self.conversations.select(conv.id)
         return True
+
+    def _open_found(self, conv_id: str) -> None:
+        """Open the conversation picked in the list; while searching, at the message the search
+        found (the one its snippet shows), the words marked in every message."""
+        if not self.open_conversation(conv_id):
+            return
+        words = terms(self.conversations.search.text())
+        self.view.highlight(words)
+        index = match_index(self.conv.messages, words) if words else None
+        if index is not None:
+            self.view.reveal(index)
+
+    def _search_changed(self, text: str) -> None:
+        self.refresh_list()
+        if not text.strip():
+            self.view.highlight([])  # the search is over: no words marked
 
     def stop(self) -> None:
         """Stop the shown conversation's reply (or leave the queue) and its voice; the text is kept."""
@@ -215,7 +233,9 @@ class ChatPage(PageActions, QWidget):
         msgs = self.conv.messages
         if self.busy or index != len(msgs) - 1 or msgs[index].role != "assistant" or not switch(msgs[index], to):
             return
-        msg, widget = msgs[index], self.view.widgets()[index]
+        msg, widget = msgs[index], self.view.widget_at(index)
+        if widget is None:
+            return
         self.speech.silence()
         try:
             self.store.save(self.conv)

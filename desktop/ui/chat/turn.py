@@ -15,7 +15,7 @@ from desktop.engine.export import stats_line
 from desktop.engine.reply import Phase, Reply
 from desktop.engine.reply_versions import count
 from desktop.ui.chat.message_widget import THINKING, MessageWidget
-from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, too_long
+from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, in_user_terms, too_long
 
 if TYPE_CHECKING:
     from desktop.ui.chat.page import ChatPage
@@ -111,9 +111,9 @@ class Turns:
                 text, detail, error, retry = notice
                 page.view.show_notice(text, detail, error=error, retry=retry)
             return
-        if len(page.view.widgets()) == reply.at:  # a new reply: its bubble
-            page.view.append("assistant", reply.message.content)
-            page.view.widgets()[-1].set_versions(reply.message.shown, count(reply.message))
+        if page.view.count() == reply.at:  # a new reply: its bubble
+            bubble = page.view.append("assistant", reply.message.content)
+            bubble.set_versions(reply.message.shown, count(reply.message))
         self._widget(reply).set_streaming(True)
         self._draw(reply, reply.phase.value)
 
@@ -128,7 +128,9 @@ class Turns:
         self.page.conversations.set_replying({conv_id: REPLYING for conv_id in self._replies})
 
     def _widget(self, reply: Reply) -> MessageWidget:
-        return self.page.view.widgets()[reply.at]
+        widget = self.page.view.widget_at(reply.at)  # the last message: always drawn
+        assert widget is not None
+        return widget
 
     def _on_reply(self, reply: Reply, what: str) -> None:
         page = self.page
@@ -164,6 +166,7 @@ class Turns:
         wrote = reply.error is None and bool(reply.text)
         if reply.error is not None:
             head, detail = friendly(*reply.error)
+            detail = in_user_terms(detail, conv)
             self._notices[conv.id] = (head, detail, True, reply.error[2])
             page.status.emit("The assistant could not answer" if shown else
                              f"The reply in {title} could not be finished")
@@ -193,6 +196,7 @@ class Turns:
         sentence = too_long(reply.error[1], len(text), request, alone=len(conv.messages) == 1)
         if sentence is None:
             return False
+        detail = in_user_terms(reply.error[1], conv)  # while the message is still in it
         conv.messages.pop()
         if conv.messages:
             page.store.save(conv)  # a newer version than the reply's last write: it wins on disk
@@ -201,7 +205,7 @@ class Turns:
             self.tasks.spawn(self._unsave(conv, run))
         page.view.show_from(len(conv.messages), conv.messages)
         page.view.show_notice(sentence + " It is back in the text box: shorten it or send it in parts.",
-                              reply.error[1], error=True, retry=False)
+                              detail, error=True, retry=False)
         page._preset_editable(not conv.messages)
         box = page.composer.edit
         box.setPlainText(text + ("\n\n" + box.toPlainText() if box.toPlainText().strip() else ""))

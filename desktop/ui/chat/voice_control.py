@@ -227,10 +227,10 @@ class ChatVoice(QObject):
             widget.set_voice_state(self._state_of(rid))
 
     def _replay(self, index: int) -> None:
-        widgets = self.view.widgets()
-        if self.voice is None or not 0 <= index < len(widgets) or not widgets[index].request_id:
+        widget = self.view.widget_at(index)
+        if self.voice is None or widget is None or not widget.request_id:
             return
-        widget, rid = widgets[index], widgets[index].request_id
+        rid = widget.request_id
         if widget.voice_state in (VoiceState.SPEAKING, VoiceState.PLAYING):  # the button reads Stop
             self.replies.drop(rid)
             widget.set_voice_state(self._state_of(rid))
