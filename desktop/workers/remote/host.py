@@ -31,13 +31,16 @@ from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, EventSink, Generate,
-    PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
+    MatchKind, PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
 )
-from desktop.workers.remote.outcome import REMOTE_ERROR, Accounting, Refused, Stalled
+from desktop.workers.remote.answers import Unusable
+from desktop.workers.remote.outcome import REMOTE_ERROR, UNUSABLE, Accounting, Budget, Malformed, Refused, Stalled
 from desktop.workers.remote.probe import ServerInfo, Unreachable, check_health, describe, why
+from desktop.workers.remote.reading import ERROR_BODY_LIMIT, IDENTITY, Lines, TooLong, read_capped
+from desktop.workers.remote.reply import read_reply
 from desktop.workers.remote.slots import RemoteSlots
 from desktop.workers.remote.spec import RemoteSpec
-from desktop.workers.remote.wire import body_error, chat_body, parse_line
+from desktop.workers.remote.wire import body_error, chat_body
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,8 @@ class Running:
     task: asyncio.Task | None = None
     stopped: bool = False
     chunks: list[str] = field(default_factory=list)
+    budget: Budget | None = None  # how much of the reply is taken (set when its request is sent)
+    lines: Lines | None = None  # its stream's lines (their `peak`: the most bytes held at once)
 
 
 class RemoteHost(WorkerHost):
@@ -72,6 +77,7 @@ class RemoteHost(WorkerHost):
         self._client: httpx.AsyncClient | None = None
         self._running: dict[str, Running] = {}
         self._up = False
+        self._fault, self._why = "", ""  # while not up: UNREACHABLE or UNUSABLE, and why in words
         self._closing = False
         self._poke = asyncio.Event()  # a request met a dead connection: check health now
         self._stop = asyncio.Event()
@@ -140,7 +146,7 @@ class RemoteHost(WorkerHost):
         self._stop.set()
 
     async def _watch(self) -> None:
-        """Health checks, for the host's whole life."""
+        """Health checks, for the host's whole life: nothing a server says ends them."""
         assert self._client is not None
         delay, first = self.backoff[0], True
         while True:
@@ -151,8 +157,13 @@ class RemoteHost(WorkerHost):
                     self._come_up()
                 delay = self.backoff[0]
             except (Unreachable, asyncio.TimeoutError) as exc:
-                if self._up or first:
+                if self._up or first or self._fault != UNREACHABLE:
                     self._go_down(str(exc) or "no answer in time")
+            except Unusable as exc:
+                self._unusable(str(exc))
+            except Exception as exc:  # a bug meeting an answer we did not foresee: say so, check again later
+                log.exception("Remote worker %s: checking %s failed", self.worker_id, self.spec.url)
+                self._unusable(f"its answer could not be read ({type(exc).__name__}: {exc})")
             first = False
             self._poke.clear()
             try:
@@ -164,7 +175,7 @@ class RemoteHost(WorkerHost):
 
     def _come_up(self) -> None:
         assert self.info is not None
-        self._up = True
+        self._up, self._fault, self._why = True, "", ""
         self.slots.reset(self.info.slots)
         log.info("Remote worker %s at %s is up (%s, %d slots)", self.worker_id, self.spec.url, self.info.name, self.info.slots)
         self._report(WorkerState.IDLE)
@@ -172,7 +183,7 @@ class RemoteHost(WorkerHost):
     def _go_down(self, reason: str) -> None:
         """Reported once, on the first failed check: the text stays true while the wait between
         checks grows (from backoff[0] to backoff[1])."""
-        was_up, self._up = self._up, False
+        was_up, self._up, self._fault, self._why = self._up, False, UNREACHABLE, reason
         every = f"checking again at least every {self.backoff[1]:g} s"
         message = f"unreachable: {self.spec.url} does not answer ({reason}); {every}"
         if was_up:
@@ -182,6 +193,19 @@ class RemoteHost(WorkerHost):
         self._fail_all(UNREACHABLE, f"The remote worker at {self.spec.url} stopped answering ({reason}).", retryable=True)
         self.slots.reset(len(self.slots.slots))
         self._report(WorkerState.ERROR, message, UNREACHABLE)
+
+    def _unusable(self, reason: str) -> None:
+        """The server answers, but not as one that can serve: not used (ERROR, code
+        remote_unusable, the reason in words) and checked again as while down, in case it changes.
+        Reported and logged once per reason."""
+        if self._fault == UNUSABLE and self._why == reason:
+            return
+        self._up, self._fault, self._why = False, UNUSABLE, reason
+        every = f"checking again at least every {self.backoff[1]:g} s"
+        log.warning("Remote worker %s at %s cannot be used: %s; %s", self.worker_id, self.spec.url, reason, every)
+        self._fail_all(UNUSABLE, f"The remote worker at {self.spec.url} cannot be used: {reason}.")
+        self.slots.reset(len(self.slots.slots))
+        self._report(WorkerState.ERROR, f"unusable: {self.spec.url} answers, but {reason}; {every}", UNUSABLE)
 
     def _lost(self) -> None:
         """A request met a dead connection: check health now rather than at the next beat."""
@@ -204,6 +228,8 @@ class RemoteHost(WorkerHost):
                 run.task.cancel()
         elif self._closing:
             self._emit(ErrorEvent(cmd.request_id, "shutdown", "The assistant is shutting down."))
+        elif not self._up and self._fault == UNUSABLE:
+            self._emit(ErrorEvent(cmd.request_id, UNUSABLE, f"The remote worker at {self.spec.url} cannot be used: {self._why}."))
         elif not self._up:
             self._emit(ErrorEvent(cmd.request_id, UNREACHABLE,
                                   f"The remote worker at {self.spec.url} is not reachable now.", retryable=True))
@@ -271,27 +297,23 @@ class RemoteHost(WorkerHost):
 
     async def _stream(self, run: Running, messages: tuple[Message, ...], params: SamplingParams, holds: bool,
                       session: str | None) -> None:
-        assert self._client is not None and self.info is not None
-        info, t0 = self.info, time.perf_counter()
-        body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
+        """Run one request to its end; whatever the server sends (or a bug here), the request ends
+        with a Done or an ErrorEvent and its slot is released."""
         acc = Accounting()
-        waits = httpx.Timeout(self.timeout_s, read=self.stall_s[0])  # the answer's head, then any read
         try:
-            async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
-                                           headers=self.spec.headers, timeout=waits) as resp:
-                if resp.status_code != 200:
-                    raise Refused(resp.status_code, body_error(await resp.aread()))
-                async with aclosing(resp.aiter_lines()) as lines:  # closed here, never by a late GC
-                    await self._read(run, lines, acc, params.max_tokens > 0, holds, t0)
+            await self._exchange(run, messages, params, holds, acc)
         except asyncio.CancelledError:
-            self._finish(run, messages, acc, holds, session, "stopped")
-            return
+            return self._end(run, messages, acc, holds, session, "stopped")
         except Refused as exc:
             return self._fail(run, exc.event(run.request_id, self.spec.url))
         except (Stalled, httpx.ReadTimeout) as exc:
             self._lost()  # is it still there at all?
             stalled = exc if isinstance(exc, Stalled) else Stalled(self.stall_s[0], first=not acc.pieces)
             return self._fail(run, stalled.event(run.request_id, self.spec.url))
+        except (Malformed, TooLong) as exc:
+            self._lost()  # a cut stream may be a server that went away
+            log.warning("Remote worker %s: request %s: %s", self.worker_id, run.request_id, exc)
+            return self._fail(run, Malformed(str(exc)).event(run.request_id, self.spec.url))
         except (httpx.HTTPError, OSError) as exc:
             self._lost()
             return self._fail(run, ErrorEvent(run.request_id, UNREACHABLE,
@@ -299,51 +321,72 @@ class RemoteHost(WorkerHost):
         except Exception as exc:  # a bug here must still end the request
             log.exception("Remote worker %s: request %s failed", self.worker_id, run.request_id)
             return self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
-        self._finish(run, messages, acc, holds, session, acc.finish or "stop")
+        self._end(run, messages, acc, holds, session, acc.finish or "stop")
 
-    async def _read(self, run: Running, lines: AsyncIterator[str], acc: Accounting, show: bool, holds: bool,
-                    t0: float) -> None:
-        """Turn the event stream into events; `show`: send the text (not for a prefill-only turn).
-        Raises Stalled when no line comes within `stall_s` (a Stop's cancel still goes through)."""
-        announced, loop, window = False, asyncio.get_running_loop(), self.stall_s[0]
+    async def _exchange(self, run: Running, messages: tuple[Message, ...], params: SamplingParams, holds: bool,
+                        acc: Accounting) -> None:
+        assert self._client is not None and self.info is not None
+        info, t0 = self.info, time.perf_counter()
+        body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
+        waits = httpx.Timeout(self.timeout_s, read=self.stall_s[0])  # the answer's head, then any read
+        show = params.max_tokens > 0  # not the one token of a prefill-only turn
+        run.budget = Budget.of(params.max_tokens)
+
+        def prefilled() -> None:
+            self._emit(PrefillDone(run.request_id, acc.prompt or 0, acc.cached or 0, acc.kind(holds), acc.prefill_ms, run.slot))
+
+        def text(piece: str) -> None:
+            if show:
+                run.chunks.append(piece)
+                self._emit(ChunkEvent(run.request_id, piece))
+
+        async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
+                                       headers={**self.spec.headers, **IDENTITY}, timeout=waits) as resp:
+            if resp.status_code != 200:
+                raise Refused(resp.status_code, body_error(await read_capped(resp, ERROR_BODY_LIMIT, cut=True)))
+            run.lines = Lines(resp)
+            async with aclosing(run.lines.each()) as lines:  # closed here, never by a late GC
+                await read_reply(lines, acc, run.budget, self.stall_s, t0, prefilled, text)
+
+    def _end(self, run: Running, messages: tuple[Message, ...], acc: Accounting, holds: bool,
+             session: str | None, reason: str) -> None:
         try:
-            async with asyncio.timeout_at(loop.time() + window) as deadline:
-                async for line in lines:
-                    window = self.stall_s[1]
-                    deadline.reschedule(loop.time() + window)
-                    piece = parse_line(line)
-                    if piece is None:
-                        continue
-                    if piece.error:
-                        raise Refused(500, piece.error)
-                    if piece.done:
-                        break
-                    acc.take(piece, time.perf_counter() - t0)
-                    if not announced and acc.prompt is not None and not run.chunks:  # llama.cpp: with the first token
-                        announced = True
-                        self._emit(PrefillDone(run.request_id, acc.prompt, acc.cached or 0, acc.kind(holds),
-                                               acc.prefill_ms, run.slot))
-                    if piece.delta and show:
-                        run.chunks.append(piece.delta)
-                        self._emit(ChunkEvent(run.request_id, piece.delta))
-        except TimeoutError:
-            raise Stalled(window, first=not acc.pieces) from None
+            self._finish(run, messages, acc, holds, session, reason)
+        except Exception as exc:  # a bug here must still end the request and free its slot
+            log.exception("Remote worker %s: request %s could not end", self.worker_id, run.request_id)
+            self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
 
     def _finish(self, run: Running, messages: tuple[Message, ...], acc: Accounting, holds: bool,
                 session: str | None, reason: str) -> None:
-        if self._running.pop(run.request_id, None) is None:  # already failed (host down, closing)
+        if run.request_id not in self._running:  # already failed (host down, closing)
             return
         text = "".join(run.chunks)
         held = messages + ((Message("assistant", text),) if text else ())
         slot = self.slots.slots[run.slot]
+        prompt, generated = self._believed(run, acc)
+        cached = min(acc.cached or 0, prompt)
+        stats = TokenStats(input_tokens=prompt, cached_tokens=cached, generated_tokens=generated,
+                           kind=acc.kind(holds) if cached else MatchKind.MISS.value,
+                           miss_reason="" if cached else "the server reused nothing", prefill_ms=acc.prefill_ms,
+                           ttft_ms=acc.ttft_ms, decode_ms=acc.decode_ms, finish_reason=reason, slot=run.slot)
+        self.slots.release(run.slot, held, prompt + generated)
         if session is not None and slot.session_id == session and text:
             slot.messages.append(Message("assistant", text))
-        self.slots.release(run.slot, held, (acc.prompt or 0) + (acc.generated or 0))
-        stats = TokenStats(input_tokens=acc.prompt or 0, cached_tokens=min(acc.cached or 0, acc.prompt or 0),
-                           generated_tokens=acc.generated or len(run.chunks), kind=acc.kind(holds),
-                           miss_reason="" if acc.cached else "the server reused nothing", prefill_ms=acc.prefill_ms,
-                           ttft_ms=acc.ttft_ms, decode_ms=acc.decode_ms, finish_reason=reason, slot=run.slot)
+        del self._running[run.request_id]
         self._emit(Done(run.request_id, text, stats, self.slots.snapshot()))
+
+    def _believed(self, run: Running, acc: Accounting) -> tuple[int, int]:
+        """(prompt, generated) tokens as the badge shows them: the server's counts where they can
+        be true (a prompt within the context window, no more tokens than were asked for), else
+        what this side counted (the pieces of text; the prompt unknown, 0)."""
+        context = self.info.context_length if self.info is not None else 0
+        prompt = acc.prompt or 0
+        if context and prompt > context:
+            prompt = 0
+        counted = run.budget.pieces if run.budget is not None else len(run.chunks)
+        limit = run.budget.tokens if run.budget is not None else counted
+        generated = acc.generated if acc.generated is not None and counted <= acc.generated <= limit else counted
+        return prompt, generated
 
     def _fail(self, run: Running, event: ErrorEvent) -> None:
         if self._running.pop(run.request_id, None) is not None:
