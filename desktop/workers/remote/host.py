@@ -8,11 +8,15 @@ gateway routes its next turn back here, and here to the same llama.cpp slot (id_
 server's prefix cache holds it. Sessions keep their messages on this side and send the whole
 conversation to their slot each Generate (the server reuses the cached prefix).
 
-Health: /health is polled (every `health_s` while up; with a growing backoff while down). A server
-that stops answering is reported ERROR (code remote_unreachable; not restarting, so nothing waits
-for it): what runs there fails with that reason, and it is reported IDLE, empty, once it answers.
+Health (health.py): /health is polled (every `health_s` while up; with a growing backoff while
+down). A server that stops answering is reported ERROR (code remote_unreachable; not restarting, so
+nothing waits for it): what runs there fails with that reason, and it is reported IDLE, empty, once
+it answers. One that answers but not as a server we can use (answers.py) is reported ERROR with
+code remote_unusable and the reason, and checked on the same way.
 A stream that sends nothing for `stall_s` (a server stuck while /health still answers) fails its
-request with code remote_stalled and closes the connection, which stops the server's work on it."""
+request with code remote_stalled and closes the connection, which stops the server's work on it.
+Every request ends with one Done or ErrorEvent and frees its slot, whatever the server sends; a
+reply is read within its budget (max_tokens, reading.py's byte limits) and no further."""
 
 from __future__ import annotations
 
@@ -21,8 +25,6 @@ import logging
 import threading
 import time
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 import httpx
 
@@ -31,31 +33,19 @@ from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, EventSink, Generate,
-    MatchKind, PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
+    PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
 )
-from desktop.workers.remote.answers import Unusable
+from desktop.workers.remote.health import HealthLoop
 from desktop.workers.remote.outcome import REMOTE_ERROR, UNUSABLE, Accounting, Budget, Malformed, Refused, Stalled
-from desktop.workers.remote.probe import ServerInfo, Unreachable, check_health, describe, why
+from desktop.workers.remote.probe import ServerInfo, why
 from desktop.workers.remote.reading import ERROR_BODY_LIMIT, IDENTITY, Lines, TooLong, read_capped
 from desktop.workers.remote.reply import read_reply
+from desktop.workers.remote.request import Running, ended_stats
 from desktop.workers.remote.slots import RemoteSlots
 from desktop.workers.remote.spec import RemoteSpec
 from desktop.workers.remote.wire import body_error, chat_body
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False, slots=True)
-class Running:
-    """One request in flight: its task, its slot, and why it was cancelled (if it was)."""
-
-    request_id: str
-    slot: int
-    task: asyncio.Task | None = None
-    stopped: bool = False
-    chunks: list[str] = field(default_factory=list)
-    budget: Budget | None = None  # how much of the reply is taken (set when its request is sent)
-    lines: Lines | None = None  # its stream's lines (their `peak`: the most bytes held at once)
 
 
 class RemoteHost(WorkerHost):
@@ -76,10 +66,8 @@ class RemoteHost(WorkerHost):
         self._sink: EventSink | None = None
         self._client: httpx.AsyncClient | None = None
         self._running: dict[str, Running] = {}
-        self._up = False
-        self._fault, self._why = "", ""  # while not up: UNREACHABLE or UNUSABLE, and why in words
+        self._health = HealthLoop(spec, health_s, backoff, timeout_s, self._come_up, self._go_down)
         self._closing = False
-        self._poke = asyncio.Event()  # a request met a dead connection: check health now
         self._stop = asyncio.Event()
 
     # ------------------------------------------------------------------ WorkerHost
@@ -135,7 +123,7 @@ class RemoteHost(WorkerHost):
         timeout = httpx.Timeout(self.timeout_s, read=None)  # a stream may think for long; health checks see a dead server
         async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
             self._client = client
-            watch = asyncio.ensure_future(self._watch())
+            watch = asyncio.ensure_future(self._health.run(client))
             await self._stop.wait()
             watch.cancel()
             tasks = [r.task for r in self._running.values() if r.task]
@@ -145,71 +133,36 @@ class RemoteHost(WorkerHost):
     def _shutdown(self) -> None:
         self._stop.set()
 
-    async def _watch(self) -> None:
-        """Health checks, for the host's whole life: nothing a server says ends them."""
-        assert self._client is not None
-        delay, first = self.backoff[0], True
-        while True:
-            try:
-                await asyncio.wait_for(check_health(self._client, self.spec), self.timeout_s)
-                if not self._up:  # (back) up: ask again what it serves (it may have been restarted with another model)
-                    self.info = await asyncio.wait_for(describe(self._client, self.spec), self.timeout_s)
-                    self._come_up()
-                delay = self.backoff[0]
-            except (Unreachable, asyncio.TimeoutError) as exc:
-                if self._up or first or self._fault != UNREACHABLE:
-                    self._go_down(str(exc) or "no answer in time")
-            except Unusable as exc:
-                self._unusable(str(exc))
-            except Exception as exc:  # a bug meeting an answer we did not foresee: say so, check again later
-                log.exception("Remote worker %s: checking %s failed", self.worker_id, self.spec.url)
-                self._unusable(f"its answer could not be read ({type(exc).__name__}: {exc})")
-            first = False
-            self._poke.clear()
-            try:
-                await asyncio.wait_for(self._poke.wait(), self.health_s if self._up else delay)
-            except asyncio.TimeoutError:
-                pass
-            if not self._up:
-                delay = min(delay * 2, self.backoff[1])
-
-    def _come_up(self) -> None:
-        assert self.info is not None
-        self._up, self._fault, self._why = True, "", ""
-        self.slots.reset(self.info.slots)
-        log.info("Remote worker %s at %s is up (%s, %d slots)", self.worker_id, self.spec.url, self.info.name, self.info.slots)
+    def _come_up(self, info: ServerInfo) -> None:
+        self.info = info
+        self.slots.reset(info.slots)
+        log.info("Remote worker %s at %s is up (%s, %d slots)", self.worker_id, self.spec.url, info.name, info.slots)
         self._report(WorkerState.IDLE)
 
-    def _go_down(self, reason: str) -> None:
-        """Reported once, on the first failed check: the text stays true while the wait between
-        checks grows (from backoff[0] to backoff[1])."""
-        was_up, self._up, self._fault, self._why = self._up, False, UNREACHABLE, reason
+    def _go_down(self, fault: str, reason: str, was_up: bool) -> None:
+        """Not used until it serves again: what runs there fails with the reason, and the status
+        says it. Unreachable: reported once, on the first failed check (the text stays true while
+        the wait between checks grows); unusable (it answers, but not as a server we can use):
+        once per reason."""
         every = f"checking again at least every {self.backoff[1]:g} s"
-        message = f"unreachable: {self.spec.url} does not answer ({reason}); {every}"
-        if was_up:
-            log.warning("Remote worker %s went away: %s", self.worker_id, reason)
+        url = self.spec.url
+        if fault == UNUSABLE:
+            log.warning("Remote worker %s at %s cannot be used: %s; %s", self.worker_id, url, reason, every)
+            self._fail_all(UNUSABLE, f"The remote worker at {url} cannot be used: {reason}.")
+            message = f"unusable: {url} answers, but {reason}; {every}"
         else:
-            log.warning("Remote worker %s at %s does not answer (%s); %s", self.worker_id, self.spec.url, reason, every)
-        self._fail_all(UNREACHABLE, f"The remote worker at {self.spec.url} stopped answering ({reason}).", retryable=True)
+            if was_up:
+                log.warning("Remote worker %s went away: %s", self.worker_id, reason)
+            else:
+                log.warning("Remote worker %s at %s does not answer (%s); %s", self.worker_id, url, reason, every)
+            self._fail_all(UNREACHABLE, f"The remote worker at {url} stopped answering ({reason}).", retryable=True)
+            message = f"unreachable: {url} does not answer ({reason}); {every}"
         self.slots.reset(len(self.slots.slots))
-        self._report(WorkerState.ERROR, message, UNREACHABLE)
-
-    def _unusable(self, reason: str) -> None:
-        """The server answers, but not as one that can serve: not used (ERROR, code
-        remote_unusable, the reason in words) and checked again as while down, in case it changes.
-        Reported and logged once per reason."""
-        if self._fault == UNUSABLE and self._why == reason:
-            return
-        self._up, self._fault, self._why = False, UNUSABLE, reason
-        every = f"checking again at least every {self.backoff[1]:g} s"
-        log.warning("Remote worker %s at %s cannot be used: %s; %s", self.worker_id, self.spec.url, reason, every)
-        self._fail_all(UNUSABLE, f"The remote worker at {self.spec.url} cannot be used: {reason}.")
-        self.slots.reset(len(self.slots.slots))
-        self._report(WorkerState.ERROR, f"unusable: {self.spec.url} answers, but {reason}; {every}", UNUSABLE)
+        self._report(WorkerState.ERROR, message, fault)
 
     def _lost(self) -> None:
-        """A request met a dead connection: check health now rather than at the next beat."""
-        self._poke.set()
+        """A request met a dead connection (or a cut reply): check health now."""
+        self._health.poke()
 
     # ------------------------------------------------------------------ commands
 
@@ -228,9 +181,9 @@ class RemoteHost(WorkerHost):
                 run.task.cancel()
         elif self._closing:
             self._emit(ErrorEvent(cmd.request_id, "shutdown", "The assistant is shutting down."))
-        elif not self._up and self._fault == UNUSABLE:
-            self._emit(ErrorEvent(cmd.request_id, UNUSABLE, f"The remote worker at {self.spec.url} cannot be used: {self._why}."))
-        elif not self._up:
+        elif not self._health.up and self._health.fault == UNUSABLE:
+            self._emit(ErrorEvent(cmd.request_id, UNUSABLE, f"The remote worker at {self.spec.url} cannot be used: {self._health.why}."))
+        elif not self._health.up:
             self._emit(ErrorEvent(cmd.request_id, UNREACHABLE,
                                   f"The remote worker at {self.spec.url} is not reachable now.", retryable=True))
         elif isinstance(cmd, Chat):
@@ -291,7 +244,7 @@ class RemoteHost(WorkerHost):
         if rid in self._running:
             self._emit(ErrorEvent(rid, "invalid_request", f"Request id {rid!r} is already running."))
             return
-        run = self._running[rid] = Running(rid, slot)
+        run = self._running[rid] = Running(rid, slot, Budget.of(params.max_tokens))
         self.slots.hold(slot)
         run.task = asyncio.ensure_future(self._stream(run, messages, params, holds, session))
 
@@ -330,7 +283,6 @@ class RemoteHost(WorkerHost):
         body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
         waits = httpx.Timeout(self.timeout_s, read=self.stall_s[0])  # the answer's head, then any read
         show = params.max_tokens > 0  # not the one token of a prefill-only turn
-        run.budget = Budget.of(params.max_tokens)
 
         def prefilled() -> None:
             self._emit(PrefillDone(run.request_id, acc.prompt or 0, acc.cached or 0, acc.kind(holds), acc.prefill_ms, run.slot))
@@ -360,33 +312,15 @@ class RemoteHost(WorkerHost):
                 session: str | None, reason: str) -> None:
         if run.request_id not in self._running:  # already failed (host down, closing)
             return
-        text = "".join(run.chunks)
+        text = run.text
         held = messages + ((Message("assistant", text),) if text else ())
         slot = self.slots.slots[run.slot]
-        prompt, generated = self._believed(run, acc)
-        cached = min(acc.cached or 0, prompt)
-        stats = TokenStats(input_tokens=prompt, cached_tokens=cached, generated_tokens=generated,
-                           kind=acc.kind(holds) if cached else MatchKind.MISS.value,
-                           miss_reason="" if cached else "the server reused nothing", prefill_ms=acc.prefill_ms,
-                           ttft_ms=acc.ttft_ms, decode_ms=acc.decode_ms, finish_reason=reason, slot=run.slot)
-        self.slots.release(run.slot, held, prompt + generated)
+        done = ended_stats(run, acc, holds, self.info.context_length if self.info is not None else 0, reason)
+        self.slots.release(run.slot, held, done.input_tokens + done.generated_tokens)
         if session is not None and slot.session_id == session and text:
             slot.messages.append(Message("assistant", text))
         del self._running[run.request_id]
-        self._emit(Done(run.request_id, text, stats, self.slots.snapshot()))
-
-    def _believed(self, run: Running, acc: Accounting) -> tuple[int, int]:
-        """(prompt, generated) tokens as the badge shows them: the server's counts where they can
-        be true (a prompt within the context window, no more tokens than were asked for), else
-        what this side counted (the pieces of text; the prompt unknown, 0)."""
-        context = self.info.context_length if self.info is not None else 0
-        prompt = acc.prompt or 0
-        if context and prompt > context:
-            prompt = 0
-        counted = run.budget.pieces if run.budget is not None else len(run.chunks)
-        limit = run.budget.tokens if run.budget is not None else counted
-        generated = acc.generated if acc.generated is not None and counted <= acc.generated <= limit else counted
-        return prompt, generated
+        self._emit(Done(run.request_id, text, done, self.slots.snapshot()))
 
     def _fail(self, run: Running, event: ErrorEvent) -> None:
         if self._running.pop(run.request_id, None) is not None:
