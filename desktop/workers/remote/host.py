@@ -149,7 +149,7 @@ class RemoteHost(WorkerHost):
         if fault == UNUSABLE:
             log.warning("Remote worker %s at %s cannot be used: %s; %s", self.worker_id, url, reason, every)
             self._fail_all(UNUSABLE, f"The remote worker at {url} cannot be used: {reason}.")
-            message = f"unusable: {url} answers, but {reason}; {every}"
+            message = f"unusable: {reason} ({url} answers, but not as a server that can serve here); {every}"
         else:
             if was_up:
                 log.warning("Remote worker %s went away: %s", self.worker_id, reason)

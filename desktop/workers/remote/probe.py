@@ -81,7 +81,7 @@ async def describe(client: httpx.AsyncClient, spec: RemoteSpec) -> ServerInfo:
         models = models_of(body) if status == 200 else []
         ids = [m["id"] for m in models]
         if spec.model and ids and spec.model not in ids:
-            listed = ", ".join(repr(i[:80]) for i in ids[:5])
+            listed = ", ".join(repr(i[:300]) for i in ids[:5])
             raise Unreachable(f"it does not serve the model {spec.model!r} (it serves {listed})")
         chosen = next((m for m in models if m["id"] == spec.model), models[0] if models else {})
         model = spec.model or chosen.get("id", "")
