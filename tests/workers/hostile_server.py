@@ -92,9 +92,9 @@ class HostileServer:
         finally:
             writer.close()
 
-    def flood(self, head: bytes, piece: bytes, total: int) -> Reply:
-        """A head, then `piece` again and again up to `total` bytes, counted in `sent`, until the
-        client hangs up."""
+    def flood(self, head: bytes, piece: bytes, total: int, pause: float = 0.0) -> Reply:
+        """A head, then `piece` again and again (`pause` s apart) up to `total` bytes, counted in
+        `sent`, until the client hangs up."""
         async def send(writer: asyncio.StreamWriter) -> None:
             writer.write(head)
             try:
@@ -102,6 +102,8 @@ class HostileServer:
                     writer.write(piece)
                     await writer.drain()
                     self.sent += len(piece)
+                    if pause:
+                        await asyncio.sleep(pause)
             except ConnectionError:
                 self.hung_up += 1
         return send

@@ -117,3 +117,21 @@ def test_absurd_usage_numbers_never_reach_the_badge(served, usage, timings):
     assert 0 <= stats.cached_tokens <= stats.input_tokens <= 10**7, stats
     assert stats.generated_tokens == 2, stats  # what was counted here
     assert 0 <= stats.prefill_ms < 1e9 and 0 <= stats.decode_ms < 1e9 and stats.decode_ms == stats.decode_ms
+
+
+def test_endless_chunks_without_text_end_at_the_budget(served):
+    """Empty deltas (or a reasoning stream this side does not show) past max_tokens: stopped here."""
+    server, host, seen = served
+    server.routes["/v1/chat/completions"] = server.flood(SSE_HEAD, b'data: {"choices":[{"delta":{}}]}\n\n', 50 << 20)
+    last = ask(host, seen, "empty", max_tokens=16)[-1]
+    assert isinstance(last, Done) and last.text == "" and last.stats.finish_reason == "length", last
+    wait_for(lambda: server.hung_up == 1)
+
+
+def test_endless_keep_alive_comments_are_no_progress(served):
+    """Comments forever keep no request open: the stall window runs on through them."""
+    server, host, seen = served
+    server.routes["/v1/chat/completions"] = server.flood(SSE_HEAD, b": ping\n\n", 2 << 30, pause=0.01)
+    host.stall_s = (1.0, 1.0)
+    last = ask(host, seen, "pings", max_tokens=16)[-1]
+    assert isinstance(last, ErrorEvent) and last.code == "remote_stalled", last
