@@ -24,12 +24,13 @@ def end(prompt: int = 3, completion: int = 1) -> bytes:
             + "\n\ndata: [DONE]\n\n").encode()
 
 
-def answer(body: bytes | str | object, status: str = "200 OK", kind: str = "application/json") -> Reply:
-    """A whole answer: bytes as they are, a str as UTF-8, anything else as JSON."""
+def answer(body: bytes | str | object, status: str = "200 OK", kind: str = "application/json", extra: str = "") -> Reply:
+    """A whole answer: bytes as they are, a str as UTF-8, anything else as JSON; `extra`: more
+    header lines, each ending in \\r\\n."""
     raw = body if isinstance(body, bytes) else body.encode() if isinstance(body, str) else json.dumps(body).encode()
 
     async def send(writer: asyncio.StreamWriter) -> None:
-        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(raw)}\r\n\r\n".encode() + raw)
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\n{extra}Content-Length: {len(raw)}\r\n\r\n".encode() + raw)
         await writer.drain()
     return send
 

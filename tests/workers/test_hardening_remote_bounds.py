@@ -4,6 +4,8 @@ count is refused with a clear reason, measured as bytes read and held, not as RS
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from hostile_server import SSE_HEAD, HostileServer, answer, wait_for
 
@@ -93,5 +95,16 @@ def test_absurd_or_huge_server_answers_are_refused_with_the_reason(server, path,
         assert status.state is WorkerState.ERROR and status.code == "remote_unusable", status
         assert said in status.message and server.url in status.message, status.message
         assert len(host.slots.slots) <= 256  # no slot table built from the absurd count
+    finally:
+        host.close()
+
+
+def test_a_compressed_answer_is_refused_not_inflated(server):
+    """Asked for identity, a gzip body (a possible bomb) is not inflated: the worker is unusable."""
+    server.routes["/v1/models"] = answer(gzip.compress(b'{"data": [{"id": "m"}]}' + b" " * MiB), extra="Content-Encoding: gzip\r\n")
+    host, seen = started(server)
+    try:
+        status = next(e for e in seen if isinstance(e, WorkerStatus) and e.state is not WorkerState.LOADING)
+        assert status.code == "remote_unusable" and "compressed" in status.message, status
     finally:
         host.close()

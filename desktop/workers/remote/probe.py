@@ -47,13 +47,15 @@ def why(exc: Exception) -> str:
 
 async def _get(client: httpx.AsyncClient, spec: RemoteSpec, path: str, limit: int, *,
                cut: bool = False) -> tuple[int, bytes]:
-    """(status, body) of a GET, the body read up to `limit` bytes (beyond: TooLong, or with `cut`
+    """(status, body) of a GET, the body read up to `limit` bytes (beyond: Unusable, or with `cut`
     its first `limit` bytes)."""
     try:
         async with client.stream("GET", spec.url + path, headers={**spec.headers, **IDENTITY}) as resp:
             return resp.status_code, await read_capped(resp, limit, cut=cut)
     except httpx.HTTPError as exc:
         raise Unreachable(why(exc)) from None
+    except TooLong as exc:
+        raise Unusable(f"{exc} ({path})") from None
 
 
 async def check_health(client: httpx.AsyncClient, spec: RemoteSpec) -> None:
@@ -74,22 +76,19 @@ async def describe(client: httpx.AsyncClient, spec: RemoteSpec) -> ServerInfo:
     when the configured model is not among those it lists; Unusable when what it says is not what
     an OpenAI-compatible server says (not a model list, an absurd context or slot count, a huge
     answer)."""
-    try:
-        status, body = await _get(client, spec, "/v1/models", INFO_LIMIT)
-        if status in (401, 403):
-            raise Unreachable(f"the server refused the API key (HTTP {status})", auth=True)
-        models = models_of(body) if status == 200 else []
-        ids = [m["id"] for m in models]
-        if spec.model and ids and spec.model not in ids:
-            listed = ", ".join(repr(i[:300]) for i in ids[:5])
-            raise Unreachable(f"it does not serve the model {spec.model!r} (it serves {listed})")
-        chosen = next((m for m in models if m["id"] == spec.model), models[0] if models else {})
-        model = spec.model or chosen.get("id", "")
-        context = context_of(chosen)
-        status, body = await _get(client, spec, "/props", INFO_LIMIT)
-        props = props_of(body) if status == 200 else None
-    except TooLong as exc:
-        raise Unusable(str(exc)) from None
+    status, body = await _get(client, spec, "/v1/models", INFO_LIMIT)
+    if status in (401, 403):
+        raise Unreachable(f"the server refused the API key (HTTP {status})", auth=True)
+    models = models_of(body) if status == 200 else []
+    ids = [m["id"] for m in models]
+    if spec.model and ids and spec.model not in ids:
+        listed = ", ".join(repr(i[:300]) for i in ids[:5])
+        raise Unreachable(f"it does not serve the model {spec.model!r} (it serves {listed})")
+    chosen = next((m for m in models if m["id"] == spec.model), models[0] if models else {})
+    model = spec.model or chosen.get("id", "")
+    context = context_of(chosen)
+    status, body = await _get(client, spec, "/props", INFO_LIMIT)
+    props = props_of(body) if status == 200 else None
     if props is not None:
         context = props.context or context
     slots = props.slots if props is not None else 0
