@@ -79,7 +79,7 @@ def test_vllm_usage_without_cache_details_and_errors_in_the_stream():
     err = parse_line('error: {"code":500,"message":"the slot was lost","type":"server_error"}')
     assert err.error == "the slot was lost"
     assert parse_line('data: {"error":{"message":"bad"}}').error == "bad"
-    assert "not JSON" in parse_line("data: {oops").error
+    assert "not JSON" in parse_line("data: {oops").bad
     assert body_error(b'{"error":{"code":400,"message":"context too long"}}') == "context too long"
     assert body_error(b"Bad Gateway\nmore") == "Bad Gateway"
 

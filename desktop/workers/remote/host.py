@@ -8,11 +8,15 @@ gateway routes its next turn back here, and here to the same llama.cpp slot (id_
 server's prefix cache holds it. Sessions keep their messages on this side and send the whole
 conversation to their slot each Generate (the server reuses the cached prefix).
 
-Health: /health is polled (every `health_s` while up; with a growing backoff while down). A server
-that stops answering is reported ERROR (code remote_unreachable; not restarting, so nothing waits
-for it): what runs there fails with that reason, and it is reported IDLE, empty, once it answers.
+Health (health.py): /health is polled (every `health_s` while up; with a growing backoff while
+down). A server that stops answering is reported ERROR (code remote_unreachable; not restarting, so
+nothing waits for it): what runs there fails with that reason, and it is reported IDLE, empty, once
+it answers. One that answers but not as a server we can use (answers.py) is reported ERROR with
+code remote_unusable and the reason, and checked on the same way.
 A stream that sends nothing for `stall_s` (a server stuck while /health still answers) fails its
-request with code remote_stalled and closes the connection, which stops the server's work on it."""
+request with code remote_stalled and closes the connection, which stops the server's work on it.
+Every request ends with one Done or ErrorEvent and frees its slot, whatever the server sends; a
+reply is read within its budget (max_tokens, reading.py's byte limits) and no further."""
 
 from __future__ import annotations
 
@@ -21,8 +25,6 @@ import logging
 import threading
 import time
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 import httpx
 
@@ -33,24 +35,17 @@ from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, EventSink, Generate,
     PrefillDone, Reset, Shutdown, Stop, TokenStats, TruncateReply, WorkerHost, WorkerState, WorkerStatus,
 )
-from desktop.workers.remote.outcome import REMOTE_ERROR, Accounting, Refused, Stalled
-from desktop.workers.remote.probe import ServerInfo, Unreachable, check_health, describe, why
+from desktop.workers.remote.health import HealthLoop
+from desktop.workers.remote.outcome import REMOTE_ERROR, UNUSABLE, Accounting, Budget, Malformed, Refused, Stalled
+from desktop.workers.remote.probe import ServerInfo, why
+from desktop.workers.remote.reading import ERROR_BODY_LIMIT, IDENTITY, Lines, TooLong, read_capped
+from desktop.workers.remote.reply import read_reply
+from desktop.workers.remote.request import Running, ended_stats
 from desktop.workers.remote.slots import RemoteSlots
 from desktop.workers.remote.spec import RemoteSpec
-from desktop.workers.remote.wire import body_error, chat_body, parse_line
+from desktop.workers.remote.wire import body_error, chat_body
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False, slots=True)
-class Running:
-    """One request in flight: its task, its slot, and why it was cancelled (if it was)."""
-
-    request_id: str
-    slot: int
-    task: asyncio.Task | None = None
-    stopped: bool = False
-    chunks: list[str] = field(default_factory=list)
 
 
 class RemoteHost(WorkerHost):
@@ -71,9 +66,8 @@ class RemoteHost(WorkerHost):
         self._sink: EventSink | None = None
         self._client: httpx.AsyncClient | None = None
         self._running: dict[str, Running] = {}
-        self._up = False
+        self._health = HealthLoop(spec, health_s, backoff, timeout_s, self._come_up, self._go_down)
         self._closing = False
-        self._poke = asyncio.Event()  # a request met a dead connection: check health now
         self._stop = asyncio.Event()
 
     # ------------------------------------------------------------------ WorkerHost
@@ -129,7 +123,7 @@ class RemoteHost(WorkerHost):
         timeout = httpx.Timeout(self.timeout_s, read=None)  # a stream may think for long; health checks see a dead server
         async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
             self._client = client
-            watch = asyncio.ensure_future(self._watch())
+            watch = asyncio.ensure_future(self._health.run(client))
             await self._stop.wait()
             watch.cancel()
             tasks = [r.task for r in self._running.values() if r.task]
@@ -139,53 +133,36 @@ class RemoteHost(WorkerHost):
     def _shutdown(self) -> None:
         self._stop.set()
 
-    async def _watch(self) -> None:
-        """Health checks, for the host's whole life."""
-        assert self._client is not None
-        delay, first = self.backoff[0], True
-        while True:
-            try:
-                await asyncio.wait_for(check_health(self._client, self.spec), self.timeout_s)
-                if not self._up:  # (back) up: ask again what it serves (it may have been restarted with another model)
-                    self.info = await asyncio.wait_for(describe(self._client, self.spec), self.timeout_s)
-                    self._come_up()
-                delay = self.backoff[0]
-            except (Unreachable, asyncio.TimeoutError) as exc:
-                if self._up or first:
-                    self._go_down(str(exc) or "no answer in time")
-            first = False
-            self._poke.clear()
-            try:
-                await asyncio.wait_for(self._poke.wait(), self.health_s if self._up else delay)
-            except asyncio.TimeoutError:
-                pass
-            if not self._up:
-                delay = min(delay * 2, self.backoff[1])
-
-    def _come_up(self) -> None:
-        assert self.info is not None
-        self._up = True
-        self.slots.reset(self.info.slots)
-        log.info("Remote worker %s at %s is up (%s, %d slots)", self.worker_id, self.spec.url, self.info.name, self.info.slots)
+    def _come_up(self, info: ServerInfo) -> None:
+        self.info = info
+        self.slots.reset(info.slots)
+        log.info("Remote worker %s at %s is up (%s, %d slots)", self.worker_id, self.spec.url, info.name, info.slots)
         self._report(WorkerState.IDLE)
 
-    def _go_down(self, reason: str) -> None:
-        """Reported once, on the first failed check: the text stays true while the wait between
-        checks grows (from backoff[0] to backoff[1])."""
-        was_up, self._up = self._up, False
+    def _go_down(self, fault: str, reason: str, was_up: bool) -> None:
+        """Not used until it serves again: what runs there fails with the reason, and the status
+        says it. Unreachable: reported once, on the first failed check (the text stays true while
+        the wait between checks grows); unusable (it answers, but not as a server we can use):
+        once per reason."""
         every = f"checking again at least every {self.backoff[1]:g} s"
-        message = f"unreachable: {self.spec.url} does not answer ({reason}); {every}"
-        if was_up:
-            log.warning("Remote worker %s went away: %s", self.worker_id, reason)
+        url = self.spec.url
+        if fault == UNUSABLE:
+            log.warning("Remote worker %s at %s cannot be used: %s; %s", self.worker_id, url, reason, every)
+            self._fail_all(UNUSABLE, f"The remote worker at {url} cannot be used: {reason}.")
+            message = f"unusable: {reason} ({url} answers, but not as a server that can serve here); {every}"
         else:
-            log.warning("Remote worker %s at %s does not answer (%s); %s", self.worker_id, self.spec.url, reason, every)
-        self._fail_all(UNREACHABLE, f"The remote worker at {self.spec.url} stopped answering ({reason}).", retryable=True)
+            if was_up:
+                log.warning("Remote worker %s went away: %s", self.worker_id, reason)
+            else:
+                log.warning("Remote worker %s at %s does not answer (%s); %s", self.worker_id, url, reason, every)
+            self._fail_all(UNREACHABLE, f"The remote worker at {url} stopped answering ({reason}).", retryable=True)
+            message = f"unreachable: {url} does not answer ({reason}); {every}"
         self.slots.reset(len(self.slots.slots))
-        self._report(WorkerState.ERROR, message, UNREACHABLE)
+        self._report(WorkerState.ERROR, message, fault)
 
     def _lost(self) -> None:
-        """A request met a dead connection: check health now rather than at the next beat."""
-        self._poke.set()
+        """A request met a dead connection (or a cut reply): check health now."""
+        self._health.poke()
 
     # ------------------------------------------------------------------ commands
 
@@ -204,7 +181,9 @@ class RemoteHost(WorkerHost):
                 run.task.cancel()
         elif self._closing:
             self._emit(ErrorEvent(cmd.request_id, "shutdown", "The assistant is shutting down."))
-        elif not self._up:
+        elif not self._health.up and self._health.fault == UNUSABLE:
+            self._emit(ErrorEvent(cmd.request_id, UNUSABLE, f"The remote worker at {self.spec.url} cannot be used: {self._health.why}."))
+        elif not self._health.up:
             self._emit(ErrorEvent(cmd.request_id, UNREACHABLE,
                                   f"The remote worker at {self.spec.url} is not reachable now.", retryable=True))
         elif isinstance(cmd, Chat):
@@ -265,33 +244,29 @@ class RemoteHost(WorkerHost):
         if rid in self._running:
             self._emit(ErrorEvent(rid, "invalid_request", f"Request id {rid!r} is already running."))
             return
-        run = self._running[rid] = Running(rid, slot)
+        run = self._running[rid] = Running(rid, slot, Budget.of(params.max_tokens))
         self.slots.hold(slot)
         run.task = asyncio.ensure_future(self._stream(run, messages, params, holds, session))
 
     async def _stream(self, run: Running, messages: tuple[Message, ...], params: SamplingParams, holds: bool,
                       session: str | None) -> None:
-        assert self._client is not None and self.info is not None
-        info, t0 = self.info, time.perf_counter()
-        body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
+        """Run one request to its end; whatever the server sends (or a bug here), the request ends
+        with a Done or an ErrorEvent and its slot is released."""
         acc = Accounting()
-        waits = httpx.Timeout(self.timeout_s, read=self.stall_s[0])  # the answer's head, then any read
         try:
-            async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
-                                           headers=self.spec.headers, timeout=waits) as resp:
-                if resp.status_code != 200:
-                    raise Refused(resp.status_code, body_error(await resp.aread()))
-                async with aclosing(resp.aiter_lines()) as lines:  # closed here, never by a late GC
-                    await self._read(run, lines, acc, params.max_tokens > 0, holds, t0)
+            await self._exchange(run, messages, params, holds, acc)
         except asyncio.CancelledError:
-            self._finish(run, messages, acc, holds, session, "stopped")
-            return
+            return self._end(run, messages, acc, holds, session, "stopped")
         except Refused as exc:
             return self._fail(run, exc.event(run.request_id, self.spec.url))
         except (Stalled, httpx.ReadTimeout) as exc:
             self._lost()  # is it still there at all?
             stalled = exc if isinstance(exc, Stalled) else Stalled(self.stall_s[0], first=not acc.pieces)
             return self._fail(run, stalled.event(run.request_id, self.spec.url))
+        except (Malformed, TooLong) as exc:
+            self._lost()  # a cut stream may be a server that went away
+            log.warning("Remote worker %s: request %s: %s", self.worker_id, run.request_id, exc)
+            return self._fail(run, Malformed(str(exc)).event(run.request_id, self.spec.url))
         except (httpx.HTTPError, OSError) as exc:
             self._lost()
             return self._fail(run, ErrorEvent(run.request_id, UNREACHABLE,
@@ -299,51 +274,53 @@ class RemoteHost(WorkerHost):
         except Exception as exc:  # a bug here must still end the request
             log.exception("Remote worker %s: request %s failed", self.worker_id, run.request_id)
             return self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
-        self._finish(run, messages, acc, holds, session, acc.finish or "stop")
+        self._end(run, messages, acc, holds, session, acc.finish or "stop")
 
-    async def _read(self, run: Running, lines: AsyncIterator[str], acc: Accounting, show: bool, holds: bool,
-                    t0: float) -> None:
-        """Turn the event stream into events; `show`: send the text (not for a prefill-only turn).
-        Raises Stalled when no line comes within `stall_s` (a Stop's cancel still goes through)."""
-        announced, loop, window = False, asyncio.get_running_loop(), self.stall_s[0]
+    async def _exchange(self, run: Running, messages: tuple[Message, ...], params: SamplingParams, holds: bool,
+                        acc: Accounting) -> None:
+        assert self._client is not None and self.info is not None
+        info, t0 = self.info, time.perf_counter()
+        body = chat_body(messages, params, info.model, slot=run.slot if info.llamacpp else None)
+        waits = httpx.Timeout(self.timeout_s, read=self.stall_s[0])  # the answer's head, then any read
+        show = params.max_tokens > 0  # not the one token of a prefill-only turn
+
+        def prefilled() -> None:
+            self._emit(PrefillDone(run.request_id, acc.prompt or 0, acc.cached or 0, acc.kind(holds), acc.prefill_ms, run.slot))
+
+        def text(piece: str) -> None:
+            if show:
+                run.chunks.append(piece)
+                self._emit(ChunkEvent(run.request_id, piece))
+
+        async with self._client.stream("POST", self.spec.url + "/v1/chat/completions", json=body,
+                                       headers={**self.spec.headers, **IDENTITY}, timeout=waits) as resp:
+            if resp.status_code != 200:
+                raise Refused(resp.status_code, body_error(await read_capped(resp, ERROR_BODY_LIMIT, cut=True)))
+            run.lines = Lines(resp)
+            async with aclosing(run.lines.each()) as lines:  # closed here, never by a late GC
+                await read_reply(lines, acc, run.budget, self.stall_s, t0, prefilled, text)
+
+    def _end(self, run: Running, messages: tuple[Message, ...], acc: Accounting, holds: bool,
+             session: str | None, reason: str) -> None:
         try:
-            async with asyncio.timeout_at(loop.time() + window) as deadline:
-                async for line in lines:
-                    window = self.stall_s[1]
-                    deadline.reschedule(loop.time() + window)
-                    piece = parse_line(line)
-                    if piece is None:
-                        continue
-                    if piece.error:
-                        raise Refused(500, piece.error)
-                    if piece.done:
-                        break
-                    acc.take(piece, time.perf_counter() - t0)
-                    if not announced and acc.prompt is not None and not run.chunks:  # llama.cpp: with the first token
-                        announced = True
-                        self._emit(PrefillDone(run.request_id, acc.prompt, acc.cached or 0, acc.kind(holds),
-                                               acc.prefill_ms, run.slot))
-                    if piece.delta and show:
-                        run.chunks.append(piece.delta)
-                        self._emit(ChunkEvent(run.request_id, piece.delta))
-        except TimeoutError:
-            raise Stalled(window, first=not acc.pieces) from None
+            self._finish(run, messages, acc, holds, session, reason)
+        except Exception as exc:  # a bug here must still end the request and free its slot
+            log.exception("Remote worker %s: request %s could not end", self.worker_id, run.request_id)
+            self._fail(run, ErrorEvent(run.request_id, REMOTE_ERROR, f"The remote request failed ({type(exc).__name__}: {exc})."))
 
     def _finish(self, run: Running, messages: tuple[Message, ...], acc: Accounting, holds: bool,
                 session: str | None, reason: str) -> None:
-        if self._running.pop(run.request_id, None) is None:  # already failed (host down, closing)
+        if run.request_id not in self._running:  # already failed (host down, closing)
             return
-        text = "".join(run.chunks)
+        text = run.text
         held = messages + ((Message("assistant", text),) if text else ())
         slot = self.slots.slots[run.slot]
+        done = ended_stats(run, acc, holds, self.info.context_length if self.info is not None else 0, reason)
+        self.slots.release(run.slot, held, done.input_tokens + done.generated_tokens)
         if session is not None and slot.session_id == session and text:
             slot.messages.append(Message("assistant", text))
-        self.slots.release(run.slot, held, (acc.prompt or 0) + (acc.generated or 0))
-        stats = TokenStats(input_tokens=acc.prompt or 0, cached_tokens=min(acc.cached or 0, acc.prompt or 0),
-                           generated_tokens=acc.generated or len(run.chunks), kind=acc.kind(holds),
-                           miss_reason="" if acc.cached else "the server reused nothing", prefill_ms=acc.prefill_ms,
-                           ttft_ms=acc.ttft_ms, decode_ms=acc.decode_ms, finish_reason=reason, slot=run.slot)
-        self._emit(Done(run.request_id, text, stats, self.slots.snapshot()))
+        del self._running[run.request_id]
+        self._emit(Done(run.request_id, text, done, self.slots.snapshot()))
 
     def _fail(self, run: Running, event: ErrorEvent) -> None:
         if self._running.pop(run.request_id, None) is not None:

@@ -3,6 +3,8 @@ remote-worker tests and bench/remote.py talk to, and a quick way for a user to s
 
     python -m desktop.workers.remote.llama_server [--model FILE.gguf] [--port N] [--ctx N] [--slots N] [--api-key K]
 
+--ctx: context tokens per slot; by default the model's own context (8,192 for the embedded model).
+
 prints one JSON line {"url": ...} once it listens, and serves until Ctrl-C or SIGTERM — or, when
 its stdin is a pipe (a parent such as LlamaServer), until that pipe closes. Run by hand, in the
 background too (`&`, nohup: stdin is /dev/null or the terminal), it keeps serving."""
@@ -26,7 +28,7 @@ class LlamaServer:
     """The child process. `start()` waits until it listens; `kill()` ends it at once (SIGKILL, as
     a crash would); `start()` again serves on the same port."""
 
-    def __init__(self, model: str | None = None, *, port: int = 0, ctx: int = 1024, slots: int = 2,
+    def __init__(self, model: str | None = None, *, port: int = 0, ctx: int = 0, slots: int = 2,
                  threads: int = 1, api_key: str = "") -> None:
         self.model, self.port, self.ctx, self.slots, self.threads = model, port, ctx, slots, threads
         self.api_key = api_key
@@ -79,8 +81,11 @@ def serve(model: str | None, port: int, ctx: int, slots: int, threads: int, api_
         model = str(embedded_default_gguf())
     p = xc.CommonParams()
     p.model.path = model
-    p.n_ctx = ctx * slots  # llama.cpp splits n_ctx among its slots
     p.n_parallel = slots
+    if ctx:
+        p.n_ctx = ctx * slots  # llama.cpp splits n_ctx among its slots
+    else:  # the model's own context, which every slot may fill (one KV pool shared by the slots)
+        p.n_ctx, p.kv_unified = 0, True
     p.cpuparams.n_threads = p.cpuparams_batch.n_threads = threads
     p.hostnames = ["127.0.0.1"]
     p.port = port
@@ -117,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", help="a .gguf file (default: the embedded SmolLM2)")
     ap.add_argument("--port", type=int, default=0, help="0: any free port")
-    ap.add_argument("--ctx", type=int, default=1024, help="context tokens per slot")
+    ap.add_argument("--ctx", type=int, default=0, help="context tokens per slot (default 0: the model's own)")
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--api-key", default="", help="require this key (Authorization: Bearer)")

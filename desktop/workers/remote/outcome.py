@@ -11,6 +11,9 @@ from desktop.workers.remote.wire import Piece
 
 REMOTE_ERROR = "remote_error"
 STALLED = "remote_stalled"
+UNUSABLE = "remote_unusable"  # a worker's status code while its server answers, but not as one we can use
+MAX_REPLY_CHARS = 4 << 20  # one reply's text, whatever max_tokens says
+CHARS_PER_TOKEN = 64  # above any real token's length: a reply of n tokens is at most 64·n characters
 
 
 class Refused(Exception):
@@ -41,6 +44,43 @@ class Stalled(Exception):
         what = "began no reply" if self.first else "sent nothing more"
         return ErrorEvent(rid, STALLED, f"The server at {url} {what} for {self.seconds:g} s, so the request was "
                                         "ended; it may be stuck or overloaded.", retryable=True)
+
+
+class Malformed(Exception):
+    """The server's reply is not what an OpenAI-compatible server streams; str() says how."""
+
+    def event(self, rid: str, url: str) -> ErrorEvent:
+        return ErrorEvent(rid, REMOTE_ERROR, f"The server at {url} sent a reply that cannot be read ({self}), so "
+                                             "the request was ended; is it an OpenAI-compatible server?")
+
+
+@dataclass(slots=True)
+class Budget:
+    """How much of a reply this side takes, whatever the server sends (it may ignore max_tokens):
+    at most `tokens` pieces of text and `chars` characters."""
+
+    tokens: int
+    chars: int
+    pieces: int = 0
+    used: int = 0
+
+    @classmethod
+    def of(cls, max_tokens: int) -> Budget:
+        tokens = max(max_tokens, 1)  # 0 (prefill only) is sent as 1
+        return cls(tokens, min(tokens * CHARS_PER_TOKEN, MAX_REPLY_CHARS))
+
+    @property
+    def full(self) -> bool:
+        return self.pieces >= self.tokens or self.used >= self.chars
+
+    def take(self, text: str) -> str:
+        """The part of `text` that fits (all of it, its beginning, or "" once full)."""
+        if self.full:
+            return ""
+        text = text[:self.chars - self.used]
+        self.pieces += 1
+        self.used += len(text)
+        return text
 
 
 @dataclass(slots=True)

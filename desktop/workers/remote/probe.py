@@ -1,6 +1,6 @@
 """Health checks of a remote server: is it answering (GET /health, else /v1/models), and once, what
 it serves: the model's name, its context window and how many slots it runs (llama.cpp: /props;
-vLLM: max_model_len in /v1/models)."""
+vLLM: max_model_len in /v1/models). Every answer is read up to a byte limit."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from desktop.workers.remote.answers import Unusable, context_of, models_of, props_of
+from desktop.workers.remote.reading import ERROR_BODY_LIMIT, IDENTITY, INFO_LIMIT, TooLong, read_capped
 from desktop.workers.remote.spec import RemoteSpec
 from desktop.workers.remote.wire import body_error
 
@@ -43,58 +45,56 @@ def why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-async def _get(client: httpx.AsyncClient, spec: RemoteSpec, path: str) -> httpx.Response:
+async def _get(client: httpx.AsyncClient, spec: RemoteSpec, path: str, limit: int, *,
+               cut: bool = False) -> tuple[int, bytes]:
+    """(status, body) of a GET, the body read up to `limit` bytes (beyond: Unusable, or with `cut`
+    its first `limit` bytes)."""
     try:
-        return await client.get(spec.url + path, headers=spec.headers)
+        async with client.stream("GET", spec.url + path, headers={**spec.headers, **IDENTITY}) as resp:
+            return resp.status_code, await read_capped(resp, limit, cut=cut)
     except httpx.HTTPError as exc:
         raise Unreachable(why(exc)) from None
+    except TooLong as exc:
+        raise Unusable(f"{exc} ({path})") from None
 
 
 async def check_health(client: httpx.AsyncClient, spec: RemoteSpec) -> None:
     """Raise Unreachable unless the server answers that it can serve. /health is what llama.cpp,
     vLLM and SGLang offer (llama.cpp says 503 while its model loads); others get /v1/models."""
-    resp = await _get(client, spec, "/health")
-    if resp.status_code == 404:
-        resp = await _get(client, spec, "/v1/models")
-    if resp.status_code in (401, 403):
-        raise Unreachable(f"the server refused the API key (HTTP {resp.status_code})", auth=True)
-    if resp.status_code != 200:
-        detail = body_error(resp.content)
-        raise Unreachable(f"HTTP {resp.status_code}" + (f": {detail}" if detail else ""))
+    status, body = await _get(client, spec, "/health", ERROR_BODY_LIMIT, cut=True)
+    if status == 404:
+        status, body = await _get(client, spec, "/v1/models", ERROR_BODY_LIMIT, cut=True)
+    if status in (401, 403):
+        raise Unreachable(f"the server refused the API key (HTTP {status})", auth=True)
+    if status != 200:
+        detail = body_error(body)
+        raise Unreachable(f"HTTP {status}" + (f": {detail}" if detail else ""))
 
 
 async def describe(client: httpx.AsyncClient, spec: RemoteSpec) -> ServerInfo:
     """What the server serves; raises Unreachable when it does not answer or refuses the key, or
-    when the configured model is not among those it lists."""
-    resp = await _get(client, spec, "/v1/models")
-    if resp.status_code in (401, 403):
-        raise Unreachable(f"the server refused the API key (HTTP {resp.status_code})", auth=True)
-    models: list[dict] = []
-    if resp.status_code == 200:
-        try:
-            models = [m for m in resp.json().get("data", []) if isinstance(m, dict)]
-        except (ValueError, AttributeError):
-            models = []
-    ids = [str(m.get("id", "")) for m in models]
+    when the configured model is not among those it lists; Unusable when what it says is not what
+    an OpenAI-compatible server says (not a model list, an absurd context or slot count, a huge
+    answer)."""
+    status, body = await _get(client, spec, "/v1/models", INFO_LIMIT)
+    if status in (401, 403):
+        raise Unreachable(f"the server refused the API key (HTTP {status})", auth=True)
+    models = models_of(body) if status == 200 else []
+    ids = [m["id"] for m in models]
     if spec.model and ids and spec.model not in ids:
-        listed = ", ".join(repr(i) for i in ids[:5])
+        listed = ", ".join(repr(i[:300]) for i in ids[:5])
         raise Unreachable(f"it does not serve the model {spec.model!r} (it serves {listed})")
-    chosen = next((m for m in models if m.get("id") == spec.model), models[0] if models else {})
-    model = spec.model or str(chosen.get("id", ""))
-    context = int(chosen.get("max_model_len") or 0)  # vLLM
-    slots, llamacpp = 0, False
-    props = await _get(client, spec, "/props")
-    if props.status_code == 200:
-        try:
-            data = props.json()
-            settings = data.get("default_generation_settings") or {}
-            context = int(settings.get("n_ctx") or context)
-            slots = int(data.get("total_slots") or 0)
-            llamacpp = "default_generation_settings" in data
-        except (ValueError, AttributeError, TypeError):
-            pass
+    chosen = next((m for m in models if m["id"] == spec.model), models[0] if models else {})
+    model = spec.model or chosen.get("id", "")
+    context = context_of(chosen)
+    status, body = await _get(client, spec, "/props", INFO_LIMIT)
+    props = props_of(body) if status == 200 else None
+    if props is not None:
+        context = props.context or context
+    slots = props.slots if props is not None else 0
     return ServerInfo(model=model, name=model.replace("\\", "/").rsplit("/", 1)[-1] or spec.url,
-                      context_length=context, slots=spec.slots or slots or DEFAULT_SLOTS, llamacpp=llamacpp)
+                      context_length=context, slots=spec.slots or slots or DEFAULT_SLOTS,
+                      llamacpp=props is not None and props.llamacpp)
 
 
 async def check_server(spec: RemoteSpec, timeout_s: float = 5.0) -> ServerInfo:
@@ -106,3 +106,5 @@ async def check_server(spec: RemoteSpec, timeout_s: float = 5.0) -> ServerInfo:
             return await asyncio.wait_for(describe(client, spec), timeout_s)
         except asyncio.TimeoutError:
             raise Unreachable("no answer in time") from None
+        except Unusable as exc:
+            raise Unreachable(f"it cannot be used: {exc}") from None

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 MAX_FIELD = 2048
+MAX_SLOTS = 256  # conversations one server runs at once; a server saying more is not believed
 
 
 def check_url(url: str) -> str:
@@ -61,8 +62,8 @@ class RemoteSpec:
         object.__setattr__(self, "url", check_url(self.url))
         object.__setattr__(self, "model", check_text("model name", self.model))
         object.__setattr__(self, "api_key", check_text("API key", self.api_key))
-        if not isinstance(self.slots, int) or not 0 <= self.slots <= 256:
-            raise ValueError("slots must be a whole number from 0 (ask the server) to 256")
+        if not isinstance(self.slots, int) or not 0 <= self.slots <= MAX_SLOTS:
+            raise ValueError(f"slots must be a whole number from 0 (ask the server) to {MAX_SLOTS}")
 
     @property
     def headers(self) -> dict[str, str]:
