@@ -10,7 +10,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from desktop.engine.conversations import INTERRUPTED, StoredMessage
-from desktop.engine.reply_versions import count
+from desktop.engine.branches import position
 from desktop.ui.chat.message_widget import MessageWidget
 from desktop.ui.chat.notice import TurnNotice
 from desktop.ui.chat.style import CONTENT_MAX_WIDTH, muted
@@ -107,9 +107,10 @@ class MessageView(QScrollArea):
             self.add(m)
 
     def add(self, m: StoredMessage) -> MessageWidget:
-        """Show a saved message at the end (with its versions, a regenerated reply)."""
+        """Show a saved message at the end (with its versions, a regenerated reply; its branches, an
+        edited message)."""
         widget = self.append(m.role, m.content, m.stats, interrupted=m.status == INTERRUPTED, images=m.images)
-        widget.set_versions(m.shown, count(m))
+        widget.set_versions(*position(m))
         return widget
 
     def widgets(self) -> list[MessageWidget]:
