@@ -32,9 +32,15 @@ class Limit:
     @property
     def sentence(self) -> str:
         if self.cut is Cut.REPLY:
-            return (f"Stopped at the reply length limit ({self.tokens:,} tokens). Continue writes more of it; "
-                    "the limit is “Longest reply” in Settings → Sampling.")
+            return f"Stopped at the reply length limit ({self.tokens:,} tokens)."
         return f"The conversation has filled the model's window ({self.tokens:,} tokens). {WINDOW_ADVICE}"
+
+    @property
+    def hint(self) -> str:
+        """Where the limit is set, or why there is no going on."""
+        if self.cut is Cut.REPLY:
+            return "Continue writes more of this reply. The limit is “Longest reply” in Settings → Sampling."
+        return "The model cannot read more than its window: nothing more fits after this reply."
 
     @property
     def badge(self) -> str:

@@ -1,5 +1,6 @@
-"""The line under a reply that a limit cut short (engine/reply_limit.py): which limit, what to do,
-and Continue on the last reply when the reply length limit cut it (Continue appends to it)."""
+"""The line under the last reply when a limit cut it short (engine/reply_limit.py): which limit, what
+to do, and Continue when the reply length limit cut it (Continue appends to the same reply). An
+earlier reply says it in its badge only."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from desktop.ui.chat.style import muted, small_font
 
 
 class LimitRow(QWidget):
-    """Hidden until `set_limit` gives it a limit; Continue shows while `set_can_continue` allows."""
+    """Shown while it has a limit (`set_limit`) and the reply is the last (`set_last`); Continue
+    is enabled while `set_can_continue` allows."""
 
     continue_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.limit: Limit | None = None
-        self._can = False
+        self._can = self._last = False
         line = QHBoxLayout(self)
         line.setContentsMargins(0, 6, 0, 0)
         line.setSpacing(8)
@@ -37,13 +39,16 @@ class LimitRow(QWidget):
     def set_limit(self, limit: Limit | None) -> None:
         self.limit = limit
         self.note.setText(limit.sentence if limit is not None else "")
-        self.setVisible(limit is not None)
+        self.note.setToolTip(limit.hint if limit is not None else "")
         self._sync()
 
-    def set_can_continue(self, can: bool) -> None:
-        """The reply is the last one, whole, and nothing is being written."""
-        self._can = can
+    def set_last(self, last: bool, can_continue: bool) -> None:
+        """Whether the reply is the last one, and whether Continue can be used now (a whole reply,
+        nothing being written)."""
+        self._last, self._can = last, can_continue
         self._sync()
 
     def _sync(self) -> None:
-        self.continue_button.setVisible(self.limit is not None and self.limit.can_continue and self._can)
+        self.setVisible(self.limit is not None and self._last)
+        self.continue_button.setVisible(self.limit is not None and self.limit.can_continue)
+        self.continue_button.setEnabled(self._can)

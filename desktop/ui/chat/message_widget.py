@@ -215,8 +215,7 @@ class MessageWidget(QFrame):
         can = self._enabled and not self._streaming  # while a reply streams the switcher waits
         self.previous_version.setEnabled(can and self._version > 0)
         self.next_version.setEnabled(can and self._version < self._versions - 1)
-        self.limit_row.set_can_continue(self._last and can and not self.interrupted)
-        self.limit_row.continue_button.setEnabled(can)
+        self.limit_row.set_last(self._last and not self._streaming, can and not self.interrupted)
 
     def _go(self, step: int) -> None:
         to = self._version + step
