@@ -139,3 +139,22 @@ def test_an_edit_that_cannot_be_saved_changes_nothing(tmp_path, qtbot, aloop, mo
     assert texts(page) == shown and [m.content for m in page.conv.messages] == shown
     assert page.conv.messages[0].branches == [] and len(page.gateway.sent) == sent
     assert page.composer.edit.toPlainText() == "One, edited"
+
+
+def test_an_edit_that_fails_while_another_conversation_is_shown_comes_back_there(tmp_path, qtbot, aloop):
+    from test_chat_screens import Scripted
+
+    page = make_page(Scripted(), tmp_path, Settings(), qtbot)
+    page.send("One")
+    aloop.run(idle(page))
+    conv_id, shown = page.current_conversation_id, texts(page)
+    page.edit(0)
+    page.gateway.fail_next = ErrorEvent("x", "worker_crashed", "Worker w0 stopped.", True)
+    page.send("One, edited")
+    page.new_conversation()  # away before the reply fails
+    aloop.run(idle(page))
+    assert page.composer.edit.toPlainText() == "" and not page.composer.editing
+    assert page.open_conversation(conv_id)
+    assert texts(page) == shown and page.conv.messages[0].branches == []
+    assert page.composer.editing and page.composer.edit.toPlainText() == "One, edited"  # nothing lost
+    assert "back in the text box" in page.view.notice().label.text()

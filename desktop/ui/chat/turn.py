@@ -155,6 +155,8 @@ class Turns:
                     self.show()  # no reply any more: Send instead of Stop
                 else:
                     self.take_back.later(reply, run)
+                    title = f"“{reply.conv.title}”" if reply.conv.title else "another conversation"
+                    page.status.emit(f"The message in {title} was not answered; it goes back to the text box there")
                     page.refresh_list()
                 return
             self._ended(reply, shown)
