@@ -45,7 +45,7 @@ class Limit:
     @property
     def badge(self) -> str:
         """A few words for the reply's stats line."""
-        return "stopped at the reply length limit" if self.cut is Cut.REPLY else "the model's window is full"
+        return "cut at the reply length limit" if self.cut is Cut.REPLY else "cut: the model's window is full"
 
 
 def limit_of(stats: dict[str, Any] | None) -> Limit | None:

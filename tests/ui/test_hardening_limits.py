@@ -62,7 +62,7 @@ def test_the_reply_limit_says_so_and_continue_appends_to_the_same_reply(tmp_path
     aloop.run(say(page, "Tell me a story"))
     reply = page.view.widgets()[-1]
     assert limit_line(page) == "Stopped at the reply length limit (512 tokens)."
-    assert "stopped at the reply length limit" in reply.badge.text() and "token limit" not in reply.badge.text()
+    assert "cut at the reply length limit" in reply.badge.text() and "token limit" not in reply.badge.text()
     assert reply.limit_row.continue_button.isVisibleTo(page) and reply.limit_row.continue_button.isEnabled()
     qtbot.wait(30)
     screenshot(page, "chat-reply-limit")
@@ -85,7 +85,7 @@ def test_a_full_window_says_so_without_continue(tmp_path, qtbot, aloop, screensh
     assert line.startswith("The conversation has filled the model's window (8,192 tokens).")
     assert "new conversation" in line and "edit an earlier message" in line
     assert not page.view.widgets()[-1].limit_row.continue_button.isVisibleTo(page)
-    assert "the model's window is full" in page.view.widgets()[-1].badge.text()
+    assert "cut: the model's window is full" in page.view.widgets()[-1].badge.text()
     qtbot.wait(30)
     screenshot(page, "chat-window-full")
 
