@@ -115,7 +115,7 @@ def usage(stats: TokenStats) -> dict[str, Any]:
 
 
 def finish(stats: TokenStats) -> str:
-    return "length" if stats.finish_reason == "length" else "stop"
+    return "length" if stats.finish_reason in ("length", "window") else "stop"  # OpenAI: either limit
 
 
 def completion(cid: str, model: str, created: int, text: str, stats: TokenStats) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 from desktop.engine.saved_fields import clean_text, reply_stats, timestamp
 from desktop.engine.search import Hit, SearchIndex
 from desktop.engine.image_store import ImageStore
+from desktop.engine.branches import Branch
 from desktop.engine.reply_versions import ReplyVersion
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 
@@ -57,7 +58,9 @@ class StoredMessage:
     whole (finished or stopped), STREAMING while it is being written (saved as it streams), and
     INTERRUPTED when its writing ended early (a crash: a STREAMING reply read back at start).
     `versions`: the other kept versions of a regenerated reply, `shown` where this one (its
-    content and stats) sits among them (see reply_versions.py); none in files written before."""
+    content and stats) sits among them (see reply_versions.py). `branches`: of a user message that
+    was edited, the other branches that start here, `branch` where the shown one sits among them
+    (see branches.py). None of them in files written before."""
 
     role: str
     content: str
@@ -67,19 +70,23 @@ class StoredMessage:
     status: str = ""
     versions: list[ReplyVersion] = field(default_factory=list)
     shown: int = 0
+    branches: list[Branch] = field(default_factory=list)
+    branch: int = 0
 
     def copy(self) -> StoredMessage:
         """A copy that shares nothing that changes with this one."""
         return StoredMessage(self.role, self.content, dict(self.stats) if self.stats else None, self.created,
                              list(self.images), self.status,
                              [ReplyVersion(v.content, dict(v.stats) if v.stats else None, v.created)
-                              for v in self.versions], self.shown)
+                              for v in self.versions], self.shown,
+                             [Branch([m.copy() for m in b.messages]) for b in self.branches], self.branch)
 
 
 @dataclass(slots=True)
 class Conversation:
     """A saved conversation. `title` is "" until the first user message names it (or a rename);
-    `parent` is the conversation an edit branched from."""
+    `parent`: the conversation an edit branched from, in files of versions that made an edit a new
+    conversation (an edit is now a branch inside it, see branches.py)."""
 
     id: str
     title: str = ""
@@ -105,22 +112,7 @@ class Conversation:
             raise ValueError("its messages are not a list")
         updated = timestamp(data.get("updated"))
         created = timestamp(data.get("created")) or updated or fallback_time
-        messages = []
-        for i, m in enumerate(raw):
-            if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
-                raise ValueError(f"message {i + 1} has no valid role and text")
-            images = m.get("images") if isinstance(m.get("images"), list) else []
-            unfinished = m.get("status") in (STREAMING, INTERRUPTED) and m["role"] == "assistant"
-            when = timestamp(m.get("created")) or created
-            raw_versions = m.get("versions") if isinstance(m.get("versions"), list) and m["role"] == "assistant" else []
-            versions = [v for v in (ReplyVersion.parse(r, when) for r in raw_versions) if v is not None]
-            shown = m.get("shown")
-            shown = shown if isinstance(shown, int) and not isinstance(shown, bool) and 0 <= shown <= len(versions) \
-                else len(versions)
-            messages.append(StoredMessage(m["role"], clean_text(m["content"]), reply_stats(m.get("stats")), when,
-                                          [clean_text(p) for p in images if isinstance(p, str) and p and "\0" not in p],
-                                          INTERRUPTED if unfinished else "",  # whoever was writing it is gone
-                                          versions, shown))
+        messages = [_message(m, f"message {i + 1}", created) for i, m in enumerate(raw)]
         system = data.get("system_prompt", "")
         if not isinstance(system, str):
             raise ValueError("its system prompt is not text")
@@ -239,25 +231,6 @@ class ConversationStore:
         if self._convs.pop(conv_id, None) is not None:
             (self.root / f"{conv_id}.json").unlink(missing_ok=True)
 
-    def fork(self, conv: Conversation, upto_index: int, new_user_text: str, new_images: list[str] | None = None) -> Conversation:
-        """A new branch: `conv`'s messages before `upto_index` (a user message) followed by that
-        message with `new_user_text` (and its images). It is saved; `conv` is left as it was."""
-        if not 0 <= upto_index < len(conv.messages) or conv.messages[upto_index].role != "user":
-            raise ValueError(f"Message {upto_index} is not a user message of this conversation.")
-        kept = [m.copy() for m in conv.messages[:upto_index]]
-        branch = self.new(conv.system_prompt, conv.preset)
-        branch.parent = conv.id
-        images = list(conv.messages[upto_index].images)
-        images += [p for p in new_images or [] if p not in images]  # images attached while editing join them
-        branch.messages = kept + [StoredMessage("user", new_user_text, images=images)]
-        first_user = next(i for i, m in enumerate(conv.messages) if m.role == "user")
-        if upto_index > first_user and conv.title:
-            branch.title = conv.title.removesuffix(" (branch)") + " (branch)"
-        elif conv.title and title_from(new_user_text) == conv.title.removesuffix(" (edited)"):  # edited past the title's words
-            branch.title = conv.title.removesuffix(" (edited)") + " (edited)"
-        self.save(branch)
-        return branch
-
     def _need(self, conv_id: str) -> Conversation:
         conv = self._convs.get(conv_id)
         if conv is None:
@@ -297,6 +270,38 @@ class ConversationStore:
         except UnicodeEncodeError:  # a lone surrogate somewhere: escaped, it is still valid JSON
             raw = json.dumps(data, indent=1).encode("ascii")
         write_atomic(self.root / f"{conv.id}.json", raw)
+
+
+def _message(m: Any, where: str, fallback_time: float) -> StoredMessage:
+    """One saved message (`where` names it in the error), with a reply's versions and the branches
+    that start at a user message (each parsed as messages, recursively)."""
+    if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+        raise ValueError(f"{where} has no valid role and text")
+    images = m.get("images") if isinstance(m.get("images"), list) else []
+    unfinished = m.get("status") in (STREAMING, INTERRUPTED) and m["role"] == "assistant"
+    when = timestamp(m.get("created")) or fallback_time
+    raw_versions = m.get("versions") if isinstance(m.get("versions"), list) and m["role"] == "assistant" else []
+    versions = [v for v in (ReplyVersion.parse(r, when) for r in raw_versions) if v is not None]
+    raw_branches = m.get("branches") if isinstance(m.get("branches"), list) and m["role"] == "user" else []
+    branches = []
+    for j, b in enumerate(raw_branches):  # what the user wrote: a damaged branch sets the file aside
+        inner = b.get("messages") if isinstance(b, dict) else None
+        if not isinstance(inner, list) or not inner:
+            raise ValueError(f"branch {j + 1} of {where} has no messages")
+        kept = [_message(x, f"message {n + 1} of branch {j + 1} of {where}", when) for n, x in enumerate(inner)]
+        if kept[0].role != "user":
+            raise ValueError(f"branch {j + 1} of {where} does not start with a user message")
+        branches.append(Branch(kept))
+    return StoredMessage(m["role"], clean_text(m["content"]), reply_stats(m.get("stats")), when,
+                         [clean_text(p) for p in images if isinstance(p, str) and p and "\0" not in p],
+                         INTERRUPTED if unfinished else "",  # whoever was writing it is gone
+                         versions, _index(m.get("shown"), len(versions)),
+                         branches, _index(m.get("branch"), len(branches)))
+
+
+def _index(value: Any, others: int) -> int:
+    """Where the shown one of `others` + 1 sits; a bad value: the last."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= others else others
 
 
 def _mtime(path: Path) -> float:

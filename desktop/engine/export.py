@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from desktop.engine.conversations import Conversation
+from desktop.engine.reply_limit import limit_of
 from desktop.safefile import write_atomic
 
 Format = Literal["markdown", "json"]
@@ -46,8 +47,8 @@ def stats_line(stats: dict[str, Any] | None) -> str:
     finish = stats.get("finish_reason", "")
     if finish in ("stopped", "cancelled"):
         parts.append("stopped")
-    elif finish == "length":
-        parts.append("cut at the token limit")
+    elif (limit := limit_of(stats)) is not None:
+        parts.append(limit.badge)
     if str(stats.get("worker", "")).startswith(REMOTE_PREFIX):  # answered by another machine: say which
         parts.append(str(stats["worker"]))
     return " · ".join(parts)

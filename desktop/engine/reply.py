@@ -16,6 +16,8 @@ from enum import Enum
 from typing import Any, Callable
 
 from desktop.engine.conversations import INTERRUPTED, STREAMING, Conversation, ConversationStore, StoredMessage
+from desktop.engine.branches import Edit, undo
+from desktop.engine.reply_limit import which_length
 from desktop.engine.reply_versions import succeed
 from desktop.protocol import (
     ChunkEvent, Done, ErrorEvent, PrefillDone, PrefillProgress, Queued, QueueDone, QueueUpdate,
@@ -84,16 +86,19 @@ class Reply:
     """A reply to `conv`, written into `message`, which is `conv.messages[index]`: a new message
     appended at once (status STREAMING), or when `continuing` the interrupted reply at the end,
     which grows. `previous`: the reply a Regenerate took away; it comes back if no new text
-    arrives, else it stays one of the new reply's versions (reply_versions.py). Listeners get
+    arrives, else it stays one of the new reply's versions (reply_versions.py). `edit`: the edit
+    (branches.py) that made the message answered; when the reply fails without a word, the edit is
+    taken back (`undone`) and the branch shown before comes back. Listeners get
     (reply, what), `what` one of: loading, queued, reading, progress, writing, text, done, failed.
     After its end the message's status is "" (whole, also when stopped) or INTERRUPTED (ended
     early by an error or by `stop(interrupted=True)`)."""
 
     def __init__(self, gateway: Any, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
-                 previous: StoredMessage | None = None, continuing: bool = False,
+                 previous: StoredMessage | None = None, continuing: bool = False, edit: Edit | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.gateway, self.store, self.conv, self.params = gateway, store, conv, params
-        self.previous, self.continuing, self.clock = previous, continuing, clock
+        self.previous, self.continuing, self.edit, self.clock = previous, continuing, edit, clock
+        self.undone: StoredMessage | None = None  # the edited message, when the edit was taken back
         self._request = request_messages(conv)
         if continuing:
             if not conv.messages or conv.messages[-1].role != "assistant":
@@ -247,7 +252,8 @@ class Reply:
 
     def _end(self, done: Done | None, error: ErrorEvent | None) -> None:
         if done is not None:
-            self.stats = {**asdict(done.stats), "request_id": self.request_id} if self.request_id else {}
+            stats = {**asdict(done.stats), "request_id": self.request_id} if self.request_id else {}
+            self.stats = which_length(stats, self.params.max_tokens)
             self.text = done.text or self.text
         else:
             self.error = (error.code, error.message, error.retryable)
@@ -258,7 +264,8 @@ class Reply:
 
     def _settle(self, done: Done | None) -> None:
         """Put the conversation right: a reply with text keeps it; one without is taken out (or,
-        continuing, stays as it was); a failed Regenerate brings the previous reply back."""
+        continuing, stays as it was); a failed Regenerate brings the previous reply back, a failed
+        edit the branch shown before it."""
         msg, conv = self.message, self.conv
         if done is not None and self.text:
             msg.content, msg.stats = joined(self.base, self.text), dict(self.stats)
@@ -274,6 +281,8 @@ class Reply:
             del conv.messages[i]
             if self.previous is not None:
                 conv.messages.insert(i, self.previous)
+        if self.error is not None and self.edit is not None:  # not when the app closes: it is kept
+            self.undone = undo(conv, self.edit)
 
     # ------------------------------------------------------------------ saving
 

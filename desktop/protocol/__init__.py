@@ -6,14 +6,14 @@ from desktop.protocol.commands import (
     AppendInput, Chat, Command, CreateSession, EndSession, Generate, Reset, Shutdown, Stop, TruncateReply,
 )
 from desktop.protocol.events import (
-    TERMINAL, ChunkEvent, Done, ErrorEvent, Event, Heartbeat, MatchKind, PrefillDone, PrefillProgress,
+    TERMINAL, ChunkEvent, Done, ErrorEvent, Event, FinishReason, Heartbeat, MatchKind, PrefillDone, PrefillProgress,
     QueueDone, Queued, QueueUpdate, SlotInfo, TokenStats,
 )
 from desktop.protocol.host import EventSink, WorkerHost, WorkerState, WorkerStatus
 
 __all__ = [
     "AppendInput", "Chat", "Command", "CreateSession", "EndSession", "Generate", "Reset", "Shutdown", "Stop", "TruncateReply",
-    "TERMINAL", "ChunkEvent", "Done", "ErrorEvent", "Event", "Heartbeat", "MatchKind", "PrefillDone",
+    "TERMINAL", "ChunkEvent", "Done", "ErrorEvent", "Event", "FinishReason", "Heartbeat", "MatchKind", "PrefillDone",
     "PrefillProgress", "QueueDone", "Queued", "QueueUpdate", "SlotInfo", "TokenStats",
     "EventSink", "WorkerHost", "WorkerState", "WorkerStatus",
 ]

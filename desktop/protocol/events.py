@@ -6,6 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+
+class FinishReason(str, Enum):
+    """Why a request's generation ended (TokenStats.finish_reason; a remote server's own word
+    passes through). LENGTH and WINDOW both cut a reply short, for different reasons."""
+
+    STOP = "stop"  # end of sequence or a stop string
+    LENGTH = "length"  # the reply reached the request's max_tokens (the reply length limit)
+    WINDOW = "window"  # prompt + reply filled the model's context window
+    STOPPED = "stopped"  # the client stopped it while it ran
+    CANCELLED = "cancelled"  # cancelled before it ran (or while queued)
+    PREFILLED = "prefilled"  # a session's input was read; nothing was to be generated
+
+
 class MatchKind(str, Enum):
     """How a prefill found its cache: hit (nothing new but the reply prompt), extend (slot held the
     history), prefix (cropped at a divergence), spc (system prompt cache), miss (from scratch)."""

@@ -8,7 +8,7 @@ from typing import Callable
 from desktop.errors import OmnideskError
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.detok import StreamDecoder
-from desktop.protocol import ChunkEvent, Done, ErrorEvent, Event, PrefillDone, PrefillProgress
+from desktop.protocol import ChunkEvent, Done, ErrorEvent, Event, FinishReason, PrefillDone, PrefillProgress
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Seq
 from desktop.workers.stats import WorkerCounters, finish_stats
@@ -47,8 +47,9 @@ class Output:
             self.emit(ChunkEvent(seq.request_id, text, (token,)))
         if seq.decoder.stopped:
             return "stop"
-        if len(seq.generated) >= seq.max_new:
-            return "length"
+        if len(seq.generated) >= seq.max_new:  # which limit: the reply's own, or the context window's
+            at_limit = seq.params is not None and len(seq.generated) >= seq.params.max_tokens
+            return FinishReason.LENGTH.value if at_limit else FinishReason.WINDOW.value
         return None
 
     def flush(self, seq: Seq) -> str:

@@ -10,6 +10,7 @@ import os
 import pytest
 
 from desktop.engine import conversations as conv_mod
+from desktop.engine import branches
 from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage, data_dir, title_from
 from desktop.engine.export import export, format_for, stats_line, to_json, to_markdown
 from desktop.engine.presets import PresetStore
@@ -68,22 +69,19 @@ def test_rename_delete_and_search(tmp_path):
     store.delete(b.id)  # again: nothing happens
 
 
-def test_fork_branches_at_an_edited_user_message(tmp_path):
+def test_an_edit_branches_inside_the_conversation(tmp_path):
     store = ConversationStore(tmp_path)
     conv = chat(store, "one", "two", "three")
-    branch = store.fork(conv, 2, "two, edited")
-    assert branch.id != conv.id and branch.parent == conv.id and branch.system_prompt == conv.system_prompt
-    assert [m.content for m in branch.messages] == ["one", "re: one", "two, edited"]
-    assert len(conv.messages) == 6  # the original is untouched
-    assert branch.title == "one (branch)" and store.fork(branch, 2, "again").title == "one (branch)"
-    assert store.fork(conv, 0, "zero").title == "zero"
-    long = chat(store, "Write a very long essay about the history of tea in China, please")
-    edited = store.fork(long, 0, long.messages[0].content + " and Japan")
-    assert edited.title == long.title + " (edited)"  # the list tells the two apart
-    assert store.fork(edited, 0, edited.messages[0].content + "!").title == long.title + " (edited)"
-    assert branch.id in ConversationStore(tmp_path)
+    title = conv.title
+    branches.edit(conv, 2, "two, edited")
+    store.save(conv)
+    assert [m.content for m in conv.messages] == ["one", "re: one", "two, edited"] and conv.title == title
+    assert [c.id for c in store.list()] == [conv.id]  # no second conversation
+    kept = conv.messages[2].branches[0].messages
+    assert [m.content for m in kept] == ["two", "re: two", "three", "re: three"]  # the original is kept
+    assert [m.content for m in ConversationStore(tmp_path).get(conv.id).messages] == ["one", "re: one", "two, edited"]
     with pytest.raises(ValueError):
-        store.fork(conv, 1, "not a user message")
+        branches.edit(conv, 1, "not a user message")
 
 
 def test_a_corrupt_file_is_set_aside_with_a_notice_and_kept(tmp_path, caplog):

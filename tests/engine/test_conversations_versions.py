@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from desktop.engine import branches
 from desktop.engine.conversations import ConversationStore, StoredMessage
 from desktop.engine.reply_versions import MAX_VERSIONS, ReplyVersion, count, succeed, switch
 
@@ -52,9 +53,12 @@ def test_versions_are_saved_and_load_back(tmp_path):
     back = ConversationStore(tmp_path).get(conv.id).messages[1]
     assert back.content == "first" and back.shown == 0 and everyone(back) == ["first", "second", "third"]
     assert back.stats == {"generated_tokens": 0} and back.versions[1].stats == {"generated_tokens": 2}
-    branch = store.fork(conv, 2, "more, please")  # a branch copies the versions, never shares them
-    assert everyone(branch.messages[1]) == everyone(reply) and branch.messages[1].shown == 0
-    assert branch.messages[1].versions is not reply.versions and branch.messages[1].versions[0] is not reply.versions[0]
+    branches.edit(conv, 0, "hello")  # the reply goes into the kept branch with its versions
+    store.save(conv)
+    kept = ConversationStore(tmp_path).get(conv.id).messages[0].branches[0].messages[1]
+    assert everyone(kept) == everyone(reply) and kept.shown == 0
+    copy = conv.messages[0].copy()  # a copy shares no versions with what it copies
+    assert copy.branches[0].messages[1].versions is not conv.messages[0].branches[0].messages[1].versions
 
 
 def test_an_old_file_without_versions_loads_unchanged(tmp_path):

@@ -185,18 +185,19 @@ def test_editing_an_earlier_message_branches_and_reuses_the_cache(page, aloop):
     QApplication.processEvents()
     assert page.conversations.width() == list_width  # the edit banner does not push the list aside
     page.composer.edit.setPlainText("Second question, edited")
+    first_reply = page.conv.messages[1].content
     aloop.run(say(page, page.composer.edit.toPlainText()))
-    branch = page.store.get(page.current_conversation_id)
-    assert branch.id != original and changed == [branch.id] and branch.parent == original
-    assert [m.content for m in branch.messages[:3]] == ["First question", page.store.get(original).messages[1].content,
-                                                        "Second question, edited"]
-    stats = branch.messages[3].stats
+    conv = page.store.get(page.current_conversation_id)
+    assert conv.id == original and changed == []  # a branch inside the conversation, not a second one
+    assert [m.content for m in conv.messages[:3]] == ["First question", first_reply, "Second question, edited"]
+    stats = conv.messages[3].stats
     assert stats["cached_tokens"] > 0 and stats["kind"] == "prefix"
     assert "shared prefix reused" in page.view.widgets()[3].badge.text()
+    assert page.view.widgets()[2].version_label.text() == "2/2"
     aloop.run(say(page, "Third question"))
-    assert branch.messages[-1].stats["kind"] == "extend" and branch.messages[-1].stats["cached_tokens"] > 0
-    assert len(page.store.get(original).messages) == 4
-    assert page.conversations.model.rowCount() == 2 and page.conversations.current_id() == branch.id
+    assert conv.messages[-1].stats["kind"] == "extend" and conv.messages[-1].stats["cached_tokens"] > 0
+    assert len(conv.messages[2].branches[0].messages) == 2  # the original question and its reply, kept
+    assert page.conversations.model.rowCount() == 1 and page.conversations.current_id() == original
 
 
 def test_conversations_survive_a_restart(page, aloop, gateway, tmp_path, settings, qtbot):

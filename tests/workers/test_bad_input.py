@@ -61,7 +61,7 @@ def test_reply_is_cut_at_the_context_window(tiny_lm):
     n = len(tiny_lm.template.prompt_ids([Message("user", "word " * 670)]))
     assert 2048 - 100 < n < 2048
     done = chat(client, "a", [Message("user", "word " * 670)], max_tokens=100)
-    assert done.stats.finish_reason == "length" and done.stats.generated_tokens == 2048 - n
+    assert done.stats.finish_reason == "window" and done.stats.generated_tokens == 2048 - n
 
 
 def test_stop_before_generate(tiny_lm):

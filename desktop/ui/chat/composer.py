@@ -126,7 +126,7 @@ class Composer(QWidget):
         self.edit_banner.setStyleSheet(f"QWidget#editBanner {{ background: {accent(self, 0.18).name()}; border-radius: 6px; }}")
         banner = QHBoxLayout(self.edit_banner)
         banner.setContentsMargins(10, 4, 4, 4)
-        note = QLabel("Editing an earlier message — sending it starts a new branch; this conversation stays as it is.")
+        note = QLabel("Editing an earlier message — sending it starts a new branch; ‹ › on the message switches back.")
         note.setWordWrap(True)  # else its width becomes the page's minimum and the list beside it shrinks
         banner.addWidget(note, 1)
         cancel = QPushButton("Cancel edit")

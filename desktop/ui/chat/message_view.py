@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.engine.conversations import INTERRUPTED, StoredMessage
-from desktop.engine.reply_versions import count
+from desktop.engine.branches import position
 from desktop.ui.chat.message_widget import MessageWidget
 from desktop.ui.chat.notice import TurnNotice
 from desktop.ui.chat.style import CONTENT_MAX_WIDTH, muted
@@ -255,7 +255,7 @@ class MessageView(QScrollArea):
     def _saved(self, m: StoredMessage, index: int) -> MessageWidget:
         """The widget of a saved message (with its versions, a regenerated reply)."""
         widget = self._build(m.role, m.content, index, m.stats, m.status == INTERRUPTED, m.images)
-        widget.set_versions(m.shown, count(m))
+        widget.set_versions(*position(m))
         return widget
 
     def _refresh(self) -> None:

@@ -1,8 +1,10 @@
 """One message in the chat view: who wrote it, its text (the assistant's as Markdown), the
 badge of a reply, and its actions — Copy on every message, Edit on the user's, Regenerate on
-the last reply (and "‹ 2/3 ›" to go through its kept versions), Replay on a spoken reply (with a note when it could not be spoken). Before a
+the last reply, "‹ 2/3 ›" to go through the kept versions of the last reply and the branches of
+an edited message, Replay on a spoken reply (with a note when it could not be spoken). Before a
 reply's first words it says what is happening (reading a long prompt: how far, with a bar); an
-interrupted reply says so, and the last one offers Retry and Continue."""
+interrupted reply says so, and the last one offers Retry and Continue; a reply cut by a limit says
+which (the last one cut by the reply length limit offers Continue)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from PySide6.QtWidgets import (
     QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QToolButton, QVBoxLayout, QWidget,
 )
 
+from desktop.engine.reply_limit import limit_of
 from desktop.ui.chat.badge import Badge
+from desktop.ui.chat.limit_row import LimitRow
 from desktop.ui.chat.markdown_view import MarkdownView
 from desktop.ui.chat.thumbnails import ThumbnailStrip, names_of
 from desktop.ui.chat.style import accent, base, blend, muted, small_font
@@ -49,7 +53,7 @@ class MessageWidget(QFrame):
         self._last = False  # the last message of its conversation (see set_can_regenerate)
         self._streaming = False
         self._enabled = True  # actions that wait while a reply is written (set_actions_enabled)
-        self._version, self._versions = 0, 1  # the version shown (0-based), of how many
+        self._version, self._versions = 0, 1  # the version (a user message's: branch) shown, 0-based, of how many
         self.request_id: str | None = (stats or {}).get("request_id")  # ties it to its spoken audio
         self.voice_state = VoiceState.NONE
         self.setObjectName("message")
@@ -67,19 +71,20 @@ class MessageWidget(QFrame):
         who.setFont(font)
         header.addWidget(who)
         header.addStretch(1)
-        self.previous_version = self._action("‹", "Previous version", lambda: self._go(-1))
+        thing = "branch" if role == "user" else "version"  # an edited message's, a regenerated reply's
+        self.previous_version = self._action("‹", f"Previous {thing}", lambda: self._go(-1))
         self.version_label = QLabel()
         self.version_label.setFont(small_font(self))
         self.version_label.setStyleSheet(f"color: {muted(self).name()};")
-        self.next_version = self._action("›", "Next version", lambda: self._go(1))
+        self.next_version = self._action("›", f"Next {thing}", lambda: self._go(1))
         for widget in (self.previous_version, self.version_label, self.next_version):
             header.addWidget(widget)
             widget.hide()
         for arrow in (self.previous_version, self.next_version):
             arrow.setFont(small_font(self, 2))  # "‹" at the small size is too small a target
         self.copy_button = self._action("Copy", "Copy this message as text", self._copy)
-        self.edit_button = self._action("Edit", "Edit this message: sending it starts a new branch of the "
-                                        "conversation (this one stays as it is)", lambda: self.edit_requested.emit(self.index))
+        self.edit_button = self._action("Edit", "Edit this message: sending it starts a new branch here; "
+                                        "‹ › on the message goes back to this one", lambda: self.edit_requested.emit(self.index))
         self.regenerate_button = self._action("Regenerate", "Write this reply again",
                                               lambda: self.regenerate_requested.emit(self.index))
         self.replay_button = self._action("Replay", "", lambda: self.replay_requested.emit(self.index))
@@ -107,6 +112,10 @@ class MessageWidget(QFrame):
         layout.addWidget(self._waiting)
         self.progress: QProgressBar | None = None  # how far a long prompt has been read (made when needed)
         self._interrupted_row: QWidget | None = None  # the note, Retry and Continue (made when needed)
+        self.limit_row = LimitRow()  # which limit cut the reply, Continue (shown when one did)
+        self.limit_row.continue_requested.connect(lambda: self.continue_requested.emit(self.index))
+        layout.addWidget(self.limit_row)
+        self.limit_row.set_limit(limit_of(stats) if role == "assistant" else None)
         self._layout = layout
         if interrupted:
             self.set_interrupted(True)
@@ -180,24 +189,33 @@ class MessageWidget(QFrame):
 
     def set_stats(self, stats: dict[str, Any] | None) -> None:
         self.badge.set_stats(stats)
+        self.limit_row.set_limit(limit_of(stats) if self.role == "assistant" else None)
+        self._sync_versions()
         self.request_id = (stats or {}).get("request_id", self.request_id)
 
     def set_versions(self, shown: int, total: int) -> None:
         """The reply has `total` kept versions, `shown` (0-based) the one shown: "‹ 2/3 ›" on the
-        last reply when there is more than one."""
+        last reply when there is more than one. A user message: its branches (each edit made one),
+        on any user message."""
         self._version, self._versions = shown, max(total, 1)
         self.version_label.setText(f"{shown + 1}/{self._versions}")
-        self.version_label.setAccessibleName(f"Version {shown + 1} of {self._versions}")
-        self.version_label.setToolTip(f"Version {shown + 1} of {self._versions} of this reply")
+        if self.role == "user":
+            self.version_label.setAccessibleName(f"Branch {shown + 1} of {self._versions}")
+            self.version_label.setToolTip(f"Branch {shown + 1} of {self._versions}: each edit of this message "
+                                          "starts a branch with its own replies")
+        else:
+            self.version_label.setAccessibleName(f"Version {shown + 1} of {self._versions}")
+            self.version_label.setToolTip(f"Version {shown + 1} of {self._versions} of this reply")
         self._sync_versions()
 
     def _sync_versions(self) -> None:
-        show = self._last and self.role == "assistant" and self._versions > 1
+        show = (self.role == "user" or self._last and self.role == "assistant") and self._versions > 1
         for widget in (self.previous_version, self.version_label, self.next_version):
             widget.setVisible(show)
         can = self._enabled and not self._streaming  # while a reply streams the switcher waits
         self.previous_version.setEnabled(can and self._version > 0)
         self.next_version.setEnabled(can and self._version < self._versions - 1)
+        self.limit_row.set_last(self._last and not self._streaming, can and not self.interrupted)
 
     def _go(self, step: int) -> None:
         to = self._version + step
@@ -226,6 +244,8 @@ class MessageWidget(QFrame):
         self._waiting.setVisible(streaming and not self.text())
         if streaming and self._interrupted_row is not None:
             self._interrupted_row.hide()
+        if streaming:
+            self.limit_row.set_limit(None)  # a continuation: the new end tells
         if not streaming:
             if self.progress is not None:
                 self.progress.hide()

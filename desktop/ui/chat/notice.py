@@ -30,6 +30,9 @@ def friendly(code: str, message: str, retryable: bool) -> tuple[str, str]:
     head = FRIENDLY.get(code, "The assistant could not answer.")
     head += " Your message is saved — try again." if retryable else " Your message is saved."
     detail = message if message and code not in ("queue_full", "busy", "shutdown") else ""
+    numbers = over(message) if code == "context_length_exceeded" else None
+    if numbers is not None:  # the numbers alone: the worker's advice to shorten "the message" misleads here
+        detail = f"The conversation is {numbers[0]:,} tokens long; the model's window is {numbers[1]:,} tokens."
     return head, detail
 
 
@@ -40,20 +43,26 @@ _OVER = re.compile(r"is ([\d,]+) tokens long; the model's context window is ([\d
 _CHARS = re.compile(r"Message \d+ is ([\d,]+) characters long; the limit is ([\d,]+ characters)")
 
 
+def over(detail: str) -> tuple[int, int] | None:
+    """From the worker's refusal of a prompt longer than its window: (the prompt's tokens, the window's)."""
+    m = _OVER.search(detail)
+    return None if m is None else (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", "")))
+
+
 def too_long(detail: str, message_chars: int, request_chars: int, alone: bool) -> str | None:
     """When a request was refused as longer than the model's context: the sentence saying that the
     user's last message (`message_chars` of the request's `request_chars`) is by itself too long,
     or None when it is not (the conversation as a whole has grown too long). The message's tokens
     are estimated from its share of the request's characters. `alone`: it is the conversation's
     only message; with no token counts in `detail` that alone tells."""
-    m = _OVER.search(detail)
+    m = over(detail)
     if m is None:
         chars = _CHARS.search(detail)
         if chars is not None and int(chars.group(1).replace(",", "")) == message_chars:  # it is this one
             return f"This message is too long for the model ({message_chars:,} characters; the limit is {chars.group(2)})."
         return "This message is too long for the model." if alone else None
-    total, limit = (int(g.replace(",", "")) for g in m.groups())
-    tokens = round(total * message_chars / max(request_chars, 1))  # its share: is it the long one?
+    total, limit = m
+    tokens = round(total * message_chars / max(request_chars, 1))
     if tokens <= limit and not alone:
         return None
     # the count the detail gives (the whole request's), not the estimate: the two never disagree

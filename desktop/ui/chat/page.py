@@ -10,6 +10,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
+from desktop.engine import branches
+from desktop.engine.branches import Edit
 from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.engine.presets import PresetStore
 from desktop.engine.reply import Reply
@@ -189,7 +191,7 @@ class ChatPage(PageActions, QWidget):
     # ------------------------------------------------------------------ turns
 
     def send(self, text: str, images: list | None = None) -> None:
-        """Send a user message (from the composer); after Edit it starts a new branch."""
+        """Send a user message (from the composer); after Edit it starts a new branch there."""
         if self.busy:
             return
         try:  # copied into the conversations' own storage first: the message never points elsewhere
@@ -198,14 +200,11 @@ class ChatPage(PageActions, QWidget):
             self.status.emit(f"The images could not be saved ({exc.strerror or exc}); nothing was sent.")
             self.composer.edit.setPlainText(text)  # the text is not lost
             return
+        edit = None
         if self._edit_index is not None:
-            conv = self.store.fork(self.conv, self._edit_index, text, paths)
-            self._cancel_edit()
-            self.conv = conv
-            self._show()
-            self.refresh_list()
-            self.conversation_changed.emit(conv.id)
-            self.status.emit("Started a new branch from the edited message")
+            edit = self._branch(self._edit_index, text, paths)
+            if edit is None:
+                return
         else:
             new = self.conv.id not in self.store
             self.conv.messages.append(StoredMessage("user", text, images=paths))
@@ -216,7 +215,33 @@ class ChatPage(PageActions, QWidget):
             self.refresh_list()
             if new:
                 self.conversation_changed.emit(self.conv.id)
-        self.turns.start(self.conv)
+        self.turns.start(self.conv, edit=edit)
+
+    def _branch(self, index: int, text: str, paths: list[str]) -> Edit | None:
+        """Sending an edit: a new branch of this conversation at message `index` (the one shown until
+        now is kept, ‹ › on the message goes back to it), saved before the model sees it. None
+        when it could not be (the conversation stays as it was, the text in the box)."""
+        try:
+            edit = branches.edit(self.conv, index, text, paths)
+        except ValueError as exc:  # the message is gone meanwhile: a bug, said, nothing lost
+            self.status.emit(str(exc))
+            self.composer.edit.setPlainText(text)
+            return None
+        try:
+            self.store.save(self.conv)
+        except OSError as exc:
+            branches.undo(self.conv, edit)
+            self.status.emit(f"The edit could not be saved ({exc.strerror or exc}); nothing was sent.")
+            self.composer.edit.setPlainText(text)
+            return None
+        self._cancel_edit()
+        self.composer.end_edit()
+        self.view.clear_notice()
+        self.view.show_from(index, self.conv.messages)
+        self.refresh_list()
+        shown, total = branches.position(self.conv.messages[index])
+        self.status.emit(f"Edited: branch {shown + 1} of {total} of this message (‹ › on it switches)")
+        return edit
 
     def regenerate(self) -> None:
         """Write the last reply again; the old one comes back if no new reply arrives."""
@@ -229,8 +254,12 @@ class ChatPage(PageActions, QWidget):
         self.turns.start(self.conv, previous)
 
     def show_version(self, index: int, to: int) -> None:
-        """Show another kept version (0-based) of the last reply; the conversation goes on from it."""
+        """Show another kept version (0-based) of the last reply, or another branch of an edited
+        message; the conversation goes on from it."""
         msgs = self.conv.messages
+        if 0 <= index < len(msgs) and msgs[index].role == "user":
+            self.show_branch(index, to)
+            return
         if self.busy or index != len(msgs) - 1 or msgs[index].role != "assistant" or not switch(msgs[index], to):
             return
         msg, widget = msgs[index], self.view.widget_at(index)
@@ -249,6 +278,24 @@ class ChatPage(PageActions, QWidget):
         self.speech.refresh()
         self.refresh_list()
         self.status.emit(f"Showing version {msg.shown + 1} of {count(msg)} of the reply")
+
+    def show_branch(self, index: int, to: int) -> None:
+        """Show branch `to` (0-based) of the edited user message `index`: the messages after it
+        become that branch's; the next turn continues from them."""
+        if self.busy or not branches.switch(self.conv, index, to):
+            return
+        self.speech.silence()
+        try:
+            self.store.save(self.conv)
+        except OSError as exc:
+            self.status.emit(f"Could not save the conversation: {exc.strerror or exc}")
+        self.view.clear_notice()
+        self.view.show_from(index, self.conv.messages)
+        self.speech.refresh()
+        self.turns.show()  # a branch that ends with an unanswered message says so
+        self.refresh_list()
+        shown, total = branches.position(self.conv.messages[index])
+        self.status.emit(f"Showing branch {shown + 1} of {total} of the edited message")
 
     def retry(self) -> None:
         """After a failed, stopped or interrupted turn: ask again."""

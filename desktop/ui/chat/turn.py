@@ -10,12 +10,14 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any, Coroutine
 
+from desktop.engine.branches import Edit
 from desktop.engine.conversations import INTERRUPTED, Conversation, StoredMessage
 from desktop.engine.export import stats_line
 from desktop.engine.reply import Phase, Reply
 from desktop.engine.reply_versions import count
 from desktop.ui.chat.message_widget import THINKING, MessageWidget
-from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, in_user_terms, too_long
+from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, in_user_terms
+from desktop.ui.chat.take_back import TakeBack, wanted
 
 if TYPE_CHECKING:
     from desktop.ui.chat.page import ChatPage
@@ -47,6 +49,7 @@ class Turns:
     def __init__(self, page: ChatPage) -> None:
         self.page = page
         self.tasks = Tasks()
+        self.take_back = TakeBack(page, self.tasks)  # refused messages go back into the text box
         self._replies: dict[str, Reply] = {}
         self._notices: dict[str, tuple[str, str, bool, bool]] = {}  # id → text, detail, error, retry
         self._runs: dict[Reply, asyncio.Task] = {}  # each reply's task, until the reply ends
@@ -54,11 +57,14 @@ class Turns:
     def of(self, conv_id: str) -> Reply | None:
         return self._replies.get(conv_id)
 
-    def start(self, conv: Conversation, previous: StoredMessage | None = None, *, continuing: bool = False) -> Reply:
-        """Write a reply to `conv` (the shown conversation) with the page's gateway and settings."""
+    def start(self, conv: Conversation, previous: StoredMessage | None = None, *, continuing: bool = False,
+              edit: Edit | None = None) -> Reply:
+        """Write a reply to `conv` (the shown conversation) with the page's gateway and settings;
+        `edit`: the edit that made its last message (taken back if the reply fails)."""
         page = self.page
         reply = Reply(page.gateway, page.store, conv, page.settings().sampling(), previous=previous,
-                      continuing=continuing)
+                      continuing=continuing, edit=edit)
+        self.take_back.forget(conv.id)
         self._replies[conv.id] = reply
         self._notices.pop(conv.id, None)
         page.view.clear_notice()
@@ -91,6 +97,7 @@ class Turns:
         """The conversation is being deleted: end its reply first, writing nothing more."""
         reply = self._replies.pop(conv_id, None)
         self._notices.pop(conv_id, None)
+        self.take_back.forget(conv_id)
         if reply is not None:
             self._runs.pop(reply, None)
             await reply.abandon()
@@ -106,6 +113,9 @@ class Turns:
         page.set_busy(reply is not None)
         if reply is None:
             page.queue_banner.hide()
+            if self.take_back.pending(page.conv.id):  # refused while another conversation was shown
+                self.take_back.due(page.conv.id)
+                return
             notice = self._notices.get(page.conv.id) or self._unanswered(page.conv)
             if notice is not None and page.view.notice() is None:
                 text, detail, error, retry = notice
@@ -139,8 +149,19 @@ class Turns:
             del self._replies[reply.conv.id]
             run = self._runs.pop(reply, None)
             self._mark_list()
-            if reply.conv.id in page.store and not (shown and run is not None and self._took_back(reply, run)):
-                self._ended(reply, shown)  # (not being deleted)
+            if reply.conv.id not in page.store:  # being deleted
+                return
+            if wanted(reply):
+                if shown:
+                    self.take_back.now(reply, run)
+                    self.show()  # no reply any more: Send instead of Stop
+                else:
+                    self.take_back.later(reply, run)
+                    title = f"“{reply.conv.title}”" if reply.conv.title else "another conversation"
+                    page.status.emit(f"The message in {title} was not answered; it goes back to the text box there")
+                    page.refresh_list()
+                return
+            self._ended(reply, shown)
         elif shown:
             self._draw(reply, what)
 
@@ -183,47 +204,6 @@ class Turns:
         if shown:
             self._redraw(reply, wrote)
         page.refresh_list()
-
-    def _took_back(self, reply: Reply, run: asyncio.Task) -> bool:
-        """A message sent that by itself is longer than the model can take goes back into the text
-        box instead of staying in the conversation as an unanswered turn; True when it did."""
-        page, conv = self.page, reply.conv
-        if reply.error is None or reply.error[0] != "context_length_exceeded" or reply.previous is not None \
-                or reply.continuing or not conv.messages or conv.messages[-1].role != "user" or conv.messages[-1].images:
-            return False
-        text = conv.messages[-1].content
-        request = len(conv.system_prompt) + sum(len(m.content) for m in conv.messages)
-        sentence = too_long(reply.error[1], len(text), request, alone=len(conv.messages) == 1)
-        if sentence is None:
-            return False
-        detail = in_user_terms(reply.error[1], conv)  # while the message is still in it
-        conv.messages.pop()
-        if conv.messages:
-            page.store.save(conv)  # a newer version than the reply's last write: it wins on disk
-        else:  # nothing left: a new conversation again, unsaved (once the reply's write is done)
-            conv.title = ""
-            self.tasks.spawn(self._unsave(conv, run))
-        page.view.show_from(len(conv.messages), conv.messages)
-        page.view.show_notice(sentence + " It is back in the text box: shorten it or send it in parts.",
-                              detail, error=True, retry=False)
-        page._preset_editable(not conv.messages)
-        box = page.composer.edit
-        box.setPlainText(text + ("\n\n" + box.toPlainText() if box.toPlainText().strip() else ""))
-        box.moveCursor(box.textCursor().MoveOperation.End)
-        page.focus_composer()
-        page.status.emit("The message was not sent: it is too long for the model")
-        page.refresh_list()
-        self.show()  # no reply any more: Send instead of Stop
-        return True
-
-    async def _unsave(self, conv: Conversation, run: asyncio.Task) -> None:
-        await asyncio.wait([run])  # its task has written the conversation for the last time
-        page = self.page
-        if not conv.messages and conv.id in page.store:
-            page.store.delete(conv.id)
-            page.refresh_list()
-            if conv is page.conv:
-                page.conversation_changed.emit("")
 
     def _redraw(self, reply: Reply, wrote: bool) -> None:
         page = self.page
