@@ -109,10 +109,9 @@ class Camera:
             if problem is not None:
                 raise CameraUnavailable(problem)
         device = int(self.device) if isinstance(self.device, str) and self.device.isdigit() else self.device
-        opening = _Opening()
+        opening = self._opening = _Opening()  # before the thread: a close() from now on wakes this wait
         threading.Thread(target=self._open, args=(device, opening), name="camera-open", daemon=True).start()
-        self._opening = opening
-        if not opening.wake.wait(self.open_timeout_s) or self._stop.is_set():
+        if self._stop.is_set() or not opening.wake.wait(self.open_timeout_s) or self._stop.is_set():
             opening.give_up()
             raise CameraUnavailable("The camera was closed while it opened" if self._stop.is_set() else
                                     f"The camera did not answer within {self.open_timeout_s:.0f} s; it may be stuck "
