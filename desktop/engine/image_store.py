@@ -8,8 +8,10 @@ its names (a conversation file may name anything: /etc/passwd, a pipe, /dev/zero
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 SUFFIXES = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif", "image/bmp": ".bmp"}
 _NAME = re.compile(r"^([0-9a-f]{64})(\.png|\.jpg|\.webp|\.gif|\.bmp|\.img)$")
 NOT_STORED = "not-stored"  # where a path that is not one of ours points instead: nothing is ever there
+READ_TIMEOUT_S = 30.0  # reading a request's stored images (≤ 16 × 20 MB) takes well under a second
 
 
 class ImageStore:
@@ -89,3 +92,31 @@ class ImageStore:
                 parts.append(p)
             out.append({**m, "content": parts})
         return out
+
+    async def resolve_soon(self, messages: list[dict[str, Any]], timeout_s: float = READ_TIMEOUT_S) -> list[dict[str, Any]]:
+        """`resolve` on a thread of its own, waited for at most `timeout_s`: a drive that stops
+        answering gives a clear refusal, and the app can still quit (the thread is a daemon, not
+        one of the loop's executor threads that shutting down waits for)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future = loop.create_future()
+
+        def settle(result: Any, error: BaseException | None) -> None:
+            if not done.done():
+                done.set_exception(error) if error is not None else done.set_result(result)
+
+        def run() -> None:
+            try:
+                result, error = self.resolve(messages), None
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
+                result, error = None, exc
+            try:
+                loop.call_soon_threadsafe(settle, result, error)
+            except RuntimeError:  # the loop closed meanwhile: nobody waits any more
+                pass
+
+        threading.Thread(target=run, name="image-read", daemon=True).start()
+        try:
+            return await asyncio.wait_for(done, timeout_s)
+        except asyncio.TimeoutError:
+            raise InvalidRequest(f"The conversation's images could not be read within {timeout_s:g} s: "
+                                 f"is the drive of {self.root} answering?", retryable=True) from None

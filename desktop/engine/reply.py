@@ -177,7 +177,7 @@ class Reply:
         The conversation's images are read from its store and decoded first, on a thread."""
         request = self._request
         if any(isinstance(m.get("content"), list) for m in request):
-            request = await asyncio.to_thread(self.store.images.resolve, request)
+            request = await self.store.images.resolve_soon(request)
         while True:
             try:
                 return self.gateway.chat(request, self.params)

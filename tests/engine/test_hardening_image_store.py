@@ -17,6 +17,7 @@ from desktop.engine.conversations import ConversationStore
 from desktop.engine.export import to_json
 from desktop.engine.image_store import ImageStore
 from desktop.engine.reply import Phase, Reply
+from desktop.errors import InvalidRequest
 from desktop.model.images import ImageData
 from desktop.model.messages import parse_messages
 from desktop.model.params import SamplingParams
@@ -118,3 +119,19 @@ def test_a_replys_stored_images_are_read_on_a_thread(tmp_path, monkeypatch):
     reply, loop_thread = run(main())
     assert reply.phase is Phase.DONE and gateway.parsed[0][0].images == (image,)
     assert decoded and loop_thread not in decoded  # read and decoded on a thread, not on the loop
+
+
+def test_reading_images_from_a_drive_that_stops_answering_is_given_up(tmp_path, monkeypatch):
+    store = ImageStore(tmp_path / "images")
+    release = threading.Event()
+    monkeypatch.setattr(ImageStore, "resolve", lambda self, messages: release.wait() and messages)
+    messages = [{"role": "user", "content": [{"type": "image", "path": str(tmp_path / "images" / ("ab" * 32 + ".png"))}]}]
+
+    async def main():
+        return await store.resolve_soon(messages, timeout_s=0.5)
+
+    try:
+        with pytest.raises(InvalidRequest, match="could not be read within 0.5 s"):
+            run(main(), timeout=10)
+    finally:
+        release.set()
