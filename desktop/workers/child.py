@@ -22,7 +22,7 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
     from desktop.protocol import WorkerState, WorkerStatus
     from desktop.workers.runtime import up_status
     from desktop.workers.runtime import load_worker
-    from desktop.workers.load_watch import STUCK, LoadWatch
+    from desktop.workers.load_watch import STUCK, LoadWatch, others_cpu
 
     send_lock = threading.Lock()
     early: list = []
@@ -63,9 +63,7 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
         os._exit(3)
 
     threading.Thread(target=read, name="pipe-reader", daemon=True).start()
-    import time
-
-    watch = LoadWatch(load_stuck, load_hang_s, cpu=time.process_time)  # the whole process: it only loads
+    watch = LoadWatch(load_stuck, load_hang_s, cpu=others_cpu)  # the whole process but the watcher: it only loads
     try:
         worker = load_worker(spec, config, send, status, threads, watch)
     except OmnideskError as err:

@@ -11,6 +11,7 @@ from typing import Callable
 log = logging.getLogger(__name__)
 
 LOAD_HANG_S = 120.0  # a load that neither reports a stage nor spends CPU this long is stuck
+MIN_CPU_S = 0.01  # CPU spent since the last progress that counts as progress (readings differ by µs)
 STUCK = ("The model made no progress while loading for {s:.0f} s: is its drive or network folder "
          "answering? Choose another model in Settings, or restart the app once the drive answers.")
 
@@ -26,6 +27,12 @@ def thread_cpu(ident: int | None = None) -> Callable[[], float]:
     except (AttributeError, OSError):
         return time.process_time
     return lambda: time.clock_gettime(clock)
+
+
+def others_cpu() -> float:
+    """CPU seconds of the whole process but the calling thread: read by the watcher, whose own
+    checks are not progress (a process that only loads: its intra-op threads count too)."""
+    return time.process_time() - time.thread_time()
 
 
 class LoadWatch:
@@ -44,12 +51,12 @@ class LoadWatch:
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._last = 0.0
-        self._spent = 0.0
+        self._spent: float | None = None  # the CPU reading at the last progress (None: none yet)
         self.stuck = False
 
     def start(self) -> None:
         self._cpu = self._cpu or thread_cpu()
-        self._last, self._spent = self.clock(), self._cpu()
+        self._last = self.clock()
         threading.Thread(target=self._watch, name=self.name, daemon=True).start()
 
     def progress(self) -> None:
@@ -70,8 +77,9 @@ class LoadWatch:
         spent = self._cpu() if self._cpu is not None else 0.0
         with self._lock:
             now = self.clock()
-            if spent != self._spent:
-                self._spent, self._last = spent, now
+            if self._spent is None or abs(spent - self._spent) >= MIN_CPU_S:
+                self._last = now if self._spent is not None else self._last
+                self._spent = spent
             silent = now - self._last
             fire = not self.stuck and not self._done.is_set() and silent > self.deadline_s
             self.stuck = self.stuck or fire

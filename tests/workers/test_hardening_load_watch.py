@@ -35,10 +35,11 @@ class Clock:
 def test_a_load_without_stages_or_cpu_is_stuck_once_and_either_keeps_it_alive():
     clock, cpu, fired = Clock(), [0.0], []
     watch = LoadWatch(fired.append, 10.0, clock=clock, cpu=lambda: cpu[0])
-    watch._last, watch._spent = 0.0, 0.0  # as start() sets them, without its thread
+    watch._last = 0.0  # as start() sets it, without its thread
+    assert not watch.check()  # the first check takes the CPU reading
     for _ in range(10):  # 30 s reading weights: CPU moves, no stage
         clock.now += 3.0
-        cpu[0] += 0.01
+        cpu[0] += 0.05
         assert not watch.check()
     for _ in range(3):  # a long stage without CPU (waiting for a slow disk) that reports stages
         clock.now += 8.0
@@ -119,3 +120,30 @@ class Reporting(ThreadHost):
     def _report(self, state, message="", code="", restarting=False) -> None:
         self.reported.append((state, code, restarting, message))
         super()._report(state, message, code, restarting)
+
+
+def test_a_subprocess_whose_load_hangs_reports_it_and_ends_without_restarting(monkeypatch):
+    from desktop.workers import process_host
+    from desktop.workers.process_host import ProcessHost
+    from stuck_load import stuck_child_main
+
+    monkeypatch.setattr(process_host, "child_main", stuck_child_main)
+    host = ProcessHost("cpu0", ModelSpec("tiny"), WorkerConfig(num_slots=1), threads=1, backoff=(0.2, 0.2),
+                       liveness=Liveness(load_hang_s=3.0))
+    seen: list = []
+    host.start(lambda worker_id, event: seen.append(event))
+    try:
+        deadline = time.monotonic() + 100  # the child imports torch first: slow on a busy machine
+        while not any(getattr(e, "code", "") == "worker_hung" for e in seen) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        hung = [e for e in seen if getattr(e, "code", "") == "worker_hung"]
+        assert hung and hung[0].state is WorkerState.ERROR and not hung[0].restarting
+        assert "made no progress while loading" in hung[0].message
+        host.process.join(15)
+        assert not host.process.is_alive()  # it ended itself: nothing is left hanging
+        time.sleep(1.0)
+        assert host.restarts == 0  # a load that hung would hang again: not restarted in a loop
+    finally:
+        started = time.monotonic()
+        host.close()
+        assert time.monotonic() - started < 5
