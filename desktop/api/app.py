@@ -4,6 +4,7 @@ clients queue, route by history hash and reuse the KV cache; errors keep OpenAI'
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -23,6 +24,7 @@ from desktop.api.limits import Limits
 from desktop.api.middleware import CountResponses, LocalHostOnly
 from desktop.api.replies import EventStream, reply_events, reply_json
 from desktop.errors import OmnideskError, QueueFullError
+from desktop.model.image_door import check_count, count_images, decode_images
 from desktop.model.params import SamplingParams
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,9 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         eng = current()
         body.refuse_unsupported()
         messages = body.chat_messages(eng.supports_images, eng.model)
+        if count_images(messages):  # counted here; checked and decoded on a thread, never on the loop
+            check_count(messages)
+            messages = await asyncio.to_thread(decode_images, messages)
         params = body.params(eng.defaults, eng.gateway.context_length())
         try:
             stream = eng.gateway.chat(messages, params, origin="api")

@@ -147,6 +147,8 @@ class ConversationStore:
                 conv = Conversation.from_dict(load_json(path, MAX_FILE_BYTES), _mtime(path))
                 if conv.id != path.stem:
                     raise ValueError(f"its id {shorten(conv.id)!r} does not match the file name")
+                for m in conv.messages:  # only the image store's own files are ever read as images
+                    m.images = [self.images.adopt(p) for p in m.images]
             except Exception as exc:  # noqa: BLE001 - whatever is wrong with one file, the others load
                 problems.append((path, str(exc) if isinstance(exc, (OSError, ValueError)) else repr(exc)))
                 continue

@@ -178,10 +178,14 @@ class Reply:
                 await asyncio.shield(self._flusher)
 
     async def _open(self) -> Any:
-        """The request's event stream; while the model is still loading ("not_ready"), wait for it."""
+        """The request's event stream; while the model is still loading ("not_ready"), wait for it.
+        The conversation's images are read from its store and decoded first, on a thread."""
+        request = self._request
+        if any(isinstance(m.get("content"), list) for m in request):
+            request = await self.store.images.resolve_soon(request)
         while True:
             try:
-                return self.gateway.chat(self._request, self.params)
+                return self.gateway.chat(request, self.params)
             except OmnideskError as exc:
                 if exc.code != "not_ready":
                     raise

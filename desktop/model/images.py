@@ -13,6 +13,9 @@ import base64
 import binascii
 import hashlib
 import io
+import os
+import re
+import stat
 import threading
 import warnings
 from collections import OrderedDict
@@ -25,6 +28,7 @@ from desktop.errors import InvalidRequest
 MAX_IMAGE_BYTES = 20 * 2**20  # per image, as sent (a phone photo is 3-8 MB)
 MAX_IMAGE_PIXELS = 40_000_000  # decompression bombs: a tiny PNG that decodes to gigabytes
 MAX_IMAGES = 16  # per request
+MAX_ASPECT = 50  # longer side ÷ shorter side: a 1 × 40,000,000 strip costs seconds in every processor
 FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif", "BMP": "image/bmp"}
 NO_IMAGES = "The current model cannot see images: remove the images or choose a vision model (one that takes images) in Settings."
 KEY_BITS = 56  # of the SHA-256 in a key: collisions ~2^-56 per pair, and keys fit an int64
@@ -43,7 +47,9 @@ class ImageData:
 
     @classmethod
     def from_bytes(cls, data: bytes, what: str = "The image") -> "ImageData":
-        """Check `data` is an image Pillow can decode, within the limits; InvalidRequest if not."""
+        """Check `data` is an image Pillow can decode, within the limits; InvalidRequest if not.
+        The size in bytes, then the pixel size and shape from the header are checked before any
+        pixel is decoded (a decompression bomb is refused as too large, never decoded)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise InvalidRequest(f"{what} must be given as bytes (got {type(data).__name__}).")
         data = bytes(data)
@@ -56,15 +62,16 @@ class ImageData:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own limit below says it
-                img = Image.open(io.BytesIO(data))
+                img = Image.open(io.BytesIO(data))  # the header only: no pixel is decoded yet
             with img:
                 fmt, (w, h) = img.format, img.size
-                if w * h > MAX_IMAGE_PIXELS:
-                    raise InvalidRequest(f"{what} is {w}×{h} pixels; the limit is {MAX_IMAGE_PIXELS // 1_000_000} megapixels.")
+                check_dimensions(w, h, what)
                 img.load()  # decoded in full: a truncated file is refused now, not when the model reads it
         except InvalidRequest:
             raise
-        except (UnidentifiedImageError, Image.DecompressionBombError) as exc:
+        except Image.DecompressionBombError as exc:  # Pillow's own limit, far above ours: refused at open
+            raise InvalidRequest(f"{what} is {_bomb_pixels(exc)}; the limit is {MAX_IMAGE_PIXELS // 1_000_000} megapixels.") from exc
+        except UnidentifiedImageError as exc:
             raise InvalidRequest(f"{what} is not an image, or in a format this app cannot read (use PNG, JPEG, WebP, GIF or BMP).") from exc
         except Exception as exc:  # truncated or corrupt files raise OSError, SyntaxError, ValueError …
             raise InvalidRequest(f"{what} is damaged and cannot be read ({exc}).") from exc
@@ -112,32 +119,53 @@ class ImageData:
         return (ImageData, (self.data, self.sha256, self.mime, self.width, self.height))
 
 
+def check_dimensions(width: int, height: int, what: str = "The image") -> None:
+    """InvalidRequest when an image of this size (from its header) is too large to decode or too
+    narrow for a model to use; cheap: nothing is decoded."""
+    if width < 1 or height < 1:
+        raise InvalidRequest(f"{what} has no pixels ({width}×{height}).")
+    if width * height > MAX_IMAGE_PIXELS:
+        raise InvalidRequest(f"{what} is {width}×{height} pixels; the limit is {MAX_IMAGE_PIXELS // 1_000_000} megapixels.")
+    if max(width, height) > MAX_ASPECT * min(width, height):
+        raise InvalidRequest(f"{what} is {width}×{height} pixels, {max(width, height) // min(width, height)} times longer "
+                             f"than wide; the limit is {MAX_ASPECT} to 1. Crop it into parts.")
+
+
+def _bomb_pixels(exc: Exception) -> str:
+    """The size Pillow's DecompressionBombError names, in words."""
+    found = re.search(r"\((\d+) pixels\)", str(exc))
+    return f"{int(found.group(1)) / 1_000_000:,.0f} megapixels" if found else "far too large"
+
+
 READ_CACHE_BYTES = 128 * 2**20  # checked image files kept by (path, size, mtime): history re-sent each turn
 _read_cache: "OrderedDict[tuple[str, int, int], ImageData]" = OrderedDict()
 _read_lock = threading.Lock()
 
 
 def read_image(path: str | Path, what: str = "The image") -> ImageData:
-    """An image file, checked (its size before reading it). A file read before and unchanged since
-    (same size and modification time) is not read and decoded again."""
+    """An image file, checked. Only a regular file is opened (a pipe or a device would block the
+    read forever or never end it), and its size is checked before it is read. A file read before
+    and unchanged since (same size and modification time) is not read and decoded again."""
     path = Path(path)
+    named = f"{what} ({path.name})"
     try:
-        st = path.stat()
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidRequest(f"{named} is not an image file (it is a folder, a device or a pipe).")
         key = (str(path), st.st_size, st.st_mtime_ns)
         with _read_lock:
             hit = _read_cache.get(key)
             if hit is not None:
                 _read_cache.move_to_end(key)
                 return hit
-        size = st.st_size
-        if size > MAX_IMAGE_BYTES:
-            raise InvalidRequest(f"{what} ({path.name}) is {size / 2**20:.1f} MB; the limit is {MAX_IMAGE_BYTES // 2**20} MB per image.")
-        data = path.read_bytes()
+        if st.st_size > MAX_IMAGE_BYTES:
+            raise InvalidRequest(f"{named} is {st.st_size / 2**20:.1f} MB; the limit is {MAX_IMAGE_BYTES // 2**20} MB per image.")
+        data = _read_regular(path, MAX_IMAGE_BYTES, named)
     except FileNotFoundError:
-        raise InvalidRequest(f"{what} ({path.name}) is missing: its file was moved or deleted.") from None
+        raise InvalidRequest(f"{named} is missing: its file was moved or deleted.") from None
     except OSError as exc:
-        raise InvalidRequest(f"{what} ({path.name}) cannot be read: {exc.strerror or exc}.") from exc
-    image = ImageData.from_bytes(data, f"{what} ({path.name})")
+        raise InvalidRequest(f"{named} cannot be read: {exc.strerror or exc}.") from exc
+    image = ImageData.from_bytes(data, named)
     with _read_lock:
         _read_cache[key] = image
         while sum(len(i.data) for i in _read_cache.values()) > READ_CACHE_BYTES:
@@ -145,12 +173,31 @@ def read_image(path: str | Path, what: str = "The image") -> ImageData:
     return image
 
 
+def _read_regular(path: Path, limit: int, named: str) -> bytes:
+    """At most `limit` bytes of a regular file. Opened without blocking (a pipe put in the file's
+    place since it was checked opens at once, and is refused) and checked again once open."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidRequest(f"{named} is not an image file (it is a folder, a device or a pipe).")
+        chunks, left = [], limit + 1
+        while left > 0 and (chunk := f.read(min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise InvalidRequest(f"{named} grew past the {limit // 2**20} MB limit while it was read.")
+    return data
+
+
 def image_part(part: dict[str, Any], what: str) -> ImageData:
-    """The image of one content part: {"type": "image", "image": bytes | ImageData | data URL},
-    {"type": "image", "path": a file (the app's own stored images)} or OpenAI's
-    {"type": "image_url", "image_url": {"url": "data:..."}}."""
-    if part.get("type") == "image" and isinstance(part.get("path"), (str, Path)):
-        return read_image(part["path"], what)
+    """The image of one content part: {"type": "image", "image": bytes | ImageData | data URL}
+    or OpenAI's {"type": "image_url", "image_url": {"url": "data:..."}}. A file path is never
+    read here: the app's own stored images are read by its image store (engine/image_store.py),
+    off the event loop, into ImageData before the request is made."""
+    if part.get("type") == "image" and "path" in part and part.get("image", part.get("data")) is None:
+        raise InvalidRequest(f"{what} is given as a file path; send its bytes (a data: URL) instead: files are not read.")
     if part.get("type") == "image_url":
         ref = part.get("image_url")
         url = ref.get("url") if isinstance(ref, dict) else ref

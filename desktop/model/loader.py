@@ -3,10 +3,10 @@ folder or a GGUF file, into model + tokenizer + chat template, failing only with
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +23,7 @@ from desktop.model.default_model import (
     ensure_converted,
 )
 from desktop.model.quiet_gguf import no_gguf_progress_bar
+from desktop.safefile import load_json
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported on this path
 
@@ -36,6 +37,7 @@ __all__ = [
 
 DTYPE_SIZES = {"float32": 4, "bfloat16": 2, "float16": 2}
 MAX_CONTEXT = 131072  # configs may claim 1M+ positions; nothing here would fill that
+MAX_CONFIG_BYTES = 4 << 20  # a model's config.json is a few KB; a larger one is refused unread
 TINY_NAME = "omnidesk-tiny"
 TINY_VLM_NAME = "omnidesk-tiny-vlm"
 TINY_QWEN2VL_NAME = "omnidesk-tiny-qwen2vl"
@@ -195,7 +197,7 @@ def _is_vlm(folder: Path) -> bool:
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        config = read_config(folder)
     except (OSError, ValueError):
         return False  # _check_folder says what is wrong with it
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
@@ -221,7 +223,7 @@ def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
             from desktop.model.processors import load_images_only
 
             log.info("Full processor of %s not loaded (%s); loading its image side only", folder, exc)
-            model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+            model_type = read_config(folder).get("model_type")
             try:
                 processor = load_images_only(folder, model_type)
             except (ValueError, ImportError):
@@ -287,6 +289,9 @@ def _resolve(source: str) -> tuple[Path, bool]:
         raise ModelLoadError(
             f"No model at {path}: the path does not exist. Choose a model folder or a .gguf file."
         )
+    if not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):  # a pipe or a device: opening may never return
+        raise ModelLoadError(f"{path} is not a model: it is a device or a pipe, not a file or a folder. "
+                             "Choose a Hugging Face model folder (with config.json) or a .gguf file.")
     if path.is_file() and path.name == "config.json":
         path = path.parent
     if path.is_dir():
@@ -319,11 +324,17 @@ def _resolve(source: str) -> tuple[Path, bool]:
     )
 
 
+def read_config(folder: Path) -> Any:
+    """A model folder's config.json, read only when it is a regular file of at most 4 MB (OSError
+    or ValueError with the reason otherwise: a huge or endless file is not read into memory)."""
+    return load_json(folder / "config.json", MAX_CONFIG_BYTES)
+
+
 def _check_folder(folder: Path, vision: bool = False) -> None:
     """Fail early, with a precise message, on folders that cannot hold a loadable causal LM (or,
     with `vision`, an image-text-to-text model and its processor)."""
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        config = read_config(folder)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(
             f"{folder / 'config.json'} is not readable JSON ({exc}); the model folder is damaged."

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from desktop.errors import ContextOverflow, InvalidRequest
+from desktop.model.image_door import check_count
 from desktop.model.images import MAX_IMAGES, ImageData, image_part
 
 ROLES = ("system", "user", "assistant")
@@ -113,6 +114,8 @@ def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS) -> tuple[Mess
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Iterable):
         kind = "a string" if isinstance(raw, (str, bytes)) else type(raw).__name__
         raise InvalidRequest(f"Messages must be a list of {{role, content}} objects, not {kind}.")
+    raw = list(raw)
+    check_count(raw)  # before any image is decoded: a hundred images cost no more than counting them
     items: list[tuple[Any, str, tuple[ImageData, ...], Message | None]] = []
     for i, m in enumerate(raw):
         if isinstance(m, Message):  # re-checked: one may have crossed a pipe or been built around checks

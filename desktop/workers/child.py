@@ -11,7 +11,8 @@ import signal
 import threading
 
 
-def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads: int | None, beat_s: float = 0.5) -> None:
+def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads: int | None, beat_s: float = 0.5,
+               load_hang_s: float = 120.0) -> None:
     os.environ.update(env)  # before anything imports torch
     # Ctrl-C in the terminal that started the app reaches the whole process group: the app shuts
     # its workers down in order; a child killed mid-step by SIGINT would only be restarted.
@@ -21,6 +22,7 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
     from desktop.protocol import WorkerState, WorkerStatus
     from desktop.workers.runtime import up_status
     from desktop.workers.runtime import load_worker
+    from desktop.workers.load_watch import STUCK, LoadWatch, others_cpu
 
     send_lock = threading.Lock()
     early: list = []
@@ -56,9 +58,14 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
             if isinstance(cmd, Shutdown):
                 return
 
+    def load_stuck(silent_s: float) -> None:  # reported like a hung worker, then this process ends
+        status(WorkerState.ERROR, STUCK.format(s=silent_s), "worker_hung")  # not restarting: it would hang again
+        os._exit(3)
+
     threading.Thread(target=read, name="pipe-reader", daemon=True).start()
+    watch = LoadWatch(load_stuck, load_hang_s, cpu=others_cpu)  # the whole process but the watcher: it only loads
     try:
-        worker = load_worker(spec, config, send, status, threads)
+        worker = load_worker(spec, config, send, status, threads, watch)
     except OmnideskError as err:
         status(WorkerState.ERROR, err.message, err.code)
         return

@@ -27,6 +27,7 @@ class Liveness:
     hang_after_s: float = 5.0
     slack: float = 3.0
     hang_max_s: float = 60.0
+    load_hang_s: float = 120.0  # a model load with no stage and no CPU spent this long is stuck (load_watch.py)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.beat_s <= 10.0:

@@ -60,7 +60,8 @@ class ProcessHost(WorkerHost):
         parent, child = ctx.Pipe()
         proc = ctx.Process(
             target=child_main,
-            args=(child, self.worker_id, self.spec, self.config, self.env, self.threads, self.liveness.beat_s),
+            args=(child, self.worker_id, self.spec, self.config, self.env, self.threads, self.liveness.beat_s,
+                  self.liveness.load_hang_s),
             name=f"omnidesk-worker-{self.worker_id}",
             daemon=True,
         )

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from desktop.protocol import Event, WorkerState, WorkerStatus
 from desktop.model.loader import ModelSpec, load_model
 from desktop.workers.config import WorkerConfig
+from desktop.workers.load_watch import LoadWatch
 
 
 def load_worker(
@@ -16,21 +17,31 @@ def load_worker(
     emit: Callable[[Event], None],
     status: Callable[[WorkerState, str], None],
     threads: int | None = None,
+    watch: LoadWatch | None = None,
 ):
-    """Raises OmnideskError (e.g. ModelLoadError) when the model cannot be loaded."""
-    import torch
+    """Raises OmnideskError (e.g. ModelLoadError) when the model cannot be loaded. `watch`, started
+    here on the loading thread, hears each stage and reports a load that stops making progress."""
+    if watch is not None:
+        watch.start()
+    try:
+        import torch
 
-    from desktop.workers.worker import Worker
+        from desktop.workers.worker import Worker
 
-    if threads:
-        torch.set_num_threads(threads)
-    status(WorkerState.LOADING, "Starting…")
+        if threads:
+            torch.set_num_threads(threads)
+        status(WorkerState.LOADING, "Starting…")
 
-    def progress(stage: str, fraction: float | None) -> None:
-        status(WorkerState.LOADING, stage if fraction is None else f"{stage} {fraction:.0%}")
+        def progress(stage: str, fraction: float | None) -> None:
+            if watch is not None:
+                watch.progress()
+            status(WorkerState.LOADING, stage if fraction is None else f"{stage} {fraction:.0%}")
 
-    loaded = load_model(spec, progress=progress)
-    return Worker(loaded, config, emit=emit)
+        loaded = load_model(spec, progress=progress)
+        return Worker(loaded, config, emit=emit)
+    finally:
+        if watch is not None:
+            watch.stop()
 
 
 def up_status(worker_id: str, device: str, config: WorkerConfig, lm: Any) -> WorkerStatus:

@@ -17,6 +17,7 @@ from desktop.errors import OmnideskError
 from desktop.model.loader import LoadedModel, ModelSpec
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness, Watchdog
+from desktop.workers.load_watch import STUCK, LoadWatch
 from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
 from desktop.workers.runtime import up_status
 from desktop.workers.runtime import load_worker
@@ -37,6 +38,7 @@ class ThreadHost(WorkerHost):
         self._closing = False
         self._hung_until: int | None = None  # while hung: the Reset count that proves it came back
         self._watchdog = Watchdog(liveness, self._on_hung, f"watchdog-{worker_id}")
+        self._load: LoadWatch | None = None
 
     def start(self, sink: EventSink) -> None:
         self._sink = sink
@@ -51,8 +53,10 @@ class ThreadHost(WorkerHost):
         self._sink(self.worker_id, event)
 
     def _run(self) -> None:
+        watch = LoadWatch(self._load_stuck, self.liveness.load_hang_s, name=f"load-watch-{self.worker_id}")
+        self._load = watch
         try:
-            worker = load_worker(self.spec, self.config, self._emit, self._report, self.threads)
+            worker = load_worker(self.spec, self.config, self._emit, self._report, self.threads, watch)
         except OmnideskError as err:
             self._report(WorkerState.ERROR, err.message, err.code)
             return
@@ -112,6 +116,13 @@ class ThreadHost(WorkerHost):
             worker.submit(Reset())
         self._report(WorkerState.ERROR, f"it stopped responding (no progress for {silent_s:.1f} s)", "worker_hung")
 
+    def _load_stuck(self, silent_s: float) -> None:
+        """The load made no progress: reported like a hung worker (not restarting: the gateway fails
+        what waits for it). The thread cannot be stopped; should the load finish after all, the
+        worker reports itself up as usual."""
+        if not self._closing:
+            self._report(WorkerState.ERROR, STUCK.format(s=silent_s), "worker_hung")
+
     def submit(self, cmd: Command) -> None:
         with self._lock:
             if self.worker is None:
@@ -124,4 +135,5 @@ class ThreadHost(WorkerHost):
         self._watchdog.close()
         self.submit(Shutdown())
         if self._thread is not None:
-            self._thread.join(timeout if self._hung_until is None else min(timeout, 0.5))
+            stuck = self._hung_until is not None or (self._load is not None and self._load.stuck)
+            self._thread.join(min(timeout, 0.5) if stuck else timeout)

@@ -17,7 +17,7 @@ def thumbnail(data: bytes | None = None, path: str | None = None, size: int = SI
     pixmap = QPixmap()
     if data is not None:
         pixmap.loadFromData(data)
-    elif path is not None:
+    elif path is not None and Path(path).is_file():  # a regular file only: a pipe would block the Qt thread
         pixmap.load(path)
     if pixmap.isNull():
         return pixmap
@@ -59,7 +59,10 @@ class ThumbnailStrip(QWidget):
         pixmap = thumbnail(data, path)
         if pixmap.isNull():
             label.setText("(image missing)" if path else "(unreadable)")
-            label.setFixedSize(SIZE, SIZE // 2)
+            label.setWordWrap(True)  # two short lines: one would be cut at the thumbnail's width
+            label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            label.setStyleSheet("color: palette(placeholder-text); border: 1px dashed palette(mid); border-radius: 4px;")
+            label.setFixedSize(SIZE, SIZE // 2 + 8)
         else:
             label.setPixmap(pixmap)
         label.setToolTip(name)
