@@ -248,12 +248,13 @@ def test_badge_reasons_are_true(small_gateway, aloop, tmp_path, qtbot):
         return badges
 
     badges = aloop.run(scenario(), 120)
-    assert "new conversation (system prompt cached)" in badges["new"]
-    assert "new conversation, same system prompt" in badges["new, same system prompt"]
-    assert "shared prefix reused (edited)" in badges["edit"]
-    assert "shared prefix reused (history partly cached)" in badges["follow-up, own cache gone"]
+    # one vocabulary (issue 19): the same words for the same situation, a reason on every line
+    assert badges["new"].endswith("· new conversation")
+    assert badges["new, same system prompt"].endswith("· new conversation")
+    assert badges["edit"].endswith("· edited")
+    assert badges["follow-up, own cache gone"].endswith("· evicted")  # its slot was given to the new chat
     for name in ("follow-up", "regenerate"):
-        assert "reused" not in badges[name] and "miss" not in badges[name], (name, badges[name])
+        assert badges[name].endswith("· history cached"), (name, badges[name])
     for name, line in badges.items():
         assert "branched" not in line, (name, line)
         assert name == "edit" or "edited" not in line, (name, line)
