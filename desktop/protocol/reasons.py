@@ -85,7 +85,8 @@ def sentence_of(words: str | None, kind: str = "") -> str:
     if reason is None:
         return words or ""
     if reason is CacheReason.MOVED and words and words.startswith(_MOVED) and words != reason.value:
-        return f"The worker that held this conversation's cache ({words[len(_MOVED):]}) went away; another worker read it again."
+        where = words[len(_MOVED):]
+        return f"The worker that held this conversation's cache ({where}) went away; another worker read it again."
     return reason.sentence
 
 

@@ -192,7 +192,7 @@ def test_editing_an_earlier_message_branches_and_reuses_the_cache(page, aloop):
                                                         "Second question, edited"]
     stats = branch.messages[3].stats
     assert stats["cached_tokens"] > 0 and stats["kind"] == "prefix"
-    assert "shared prefix reused" in page.view.widgets()[3].badge.text()
+    assert " · edited" in page.view.widgets()[3].badge.text()  # the cache vocabulary's reason (issue 19)
     aloop.run(say(page, "Third question"))
     assert branch.messages[-1].stats["kind"] == "extend" and branch.messages[-1].stats["cached_tokens"] > 0
     assert len(page.store.get(original).messages) == 4

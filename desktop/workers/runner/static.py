@@ -4,11 +4,11 @@ A slot that holds KV owns a row of the pool; its length is an int here, so crop 
 branch is a copy of a row prefix. The pool has rows only for slots that hold KV, each as long as
 the longest needs (kv_shape.PaddedRows): when a slot needs a row or more columns than the pool
 has, the pool is reshaped to what the slots hold now (rows of emptied slots and columns of
-evicted long conversations go), so what it allocates stays within the worker's KV budget, the
-budget the scheduler keeps with the same shape rule (`footprint`). Decoding rows are kept at the front of the pool (rows 0..B-1): when a slot joins
-the decode batch from a row further down, it swaps rows with a slot that is not decoding (one
-copy of both prefixes, once per join), so every step reads the pool through plain views, with no
-gather and no re-stacking. A forward only ever writes positions at or past a row's length, so a
+evicted long conversations go), so what it allocates stays within the worker's KV budget, which
+the scheduler keeps with the same shape rule (`footprint`). Decoding rows are kept at the front
+of the pool (rows 0..B-1): when a slot joins the decode batch from a row further down, it swaps
+rows with a slot that is not decoding (one copy of both prefixes, once per join), so every step
+reads the pool through plain views, with no gather and no re-stacking. A forward only ever writes positions at or past a row's length, so a
 forward cut short leaves every row's valid prefix intact. Steps come from runner/steps.py
 (eager, or fixed shapes captured in CUDA graphs)."""
 
