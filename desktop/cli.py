@@ -93,11 +93,16 @@ def stats_text(snap: dict) -> str:
     lines = [f"Requests: {requests}" + (f" ({errors} failed)" if errors else "")]
     if requests:
         share = f" ({100.0 * cached / prompt:.0f}%)" if prompt else ""
-        lines += [f"Cache hits: {100.0 * float(snap.get('cache_hit_rate', 0.0)):.0f}% of requests",
+        history, reused = int(snap.get("history_tokens", 0)), int(snap.get("reused_history_tokens", 0))
+        hits = f"{100.0 * reused / history:.0f}% of {history:,} history tokens reused" if history else "no history yet"
+        lines += [f"Cache hits: {hits}",
                   f"Prompt tokens: {prompt:,} in all, {cached:,} from the cache{share}",
                   f"Reply tokens: {int(snap.get('generated_tokens', 0)):,}",
                   f"Time to first token: median {float(snap.get('ttft_p50_ms', 0.0)):.0f} ms, "
                   f"95th percentile {float(snap.get('ttft_p95_ms', 0.0)):.0f} ms"]
+        reasons = snap.get("reasons") or {}
+        if reasons:  # the same words as the badges
+            lines.append("Why: " + ", ".join(f"{words} {n}" for words, n in reasons.items()))
     return "\n".join(lines)
 
 

@@ -27,7 +27,8 @@ def test_stats_is_readable_and_unknown_commands_are_not_sent(monkeypatch, capsys
     assert stats.startswith("Requests: 1\n")  # /bogus never reached the model
     assert "{" not in out and "'" not in stats  # not a raw dict
     assert not re.search(r"\d\.\d{2,}", stats), stats  # rounded
-    assert re.search(r"Cache hits: \d+% of requests", stats) and re.search(r"median \d+ ms", stats)
+    assert re.search(r"Cache hits: \d+% of [\d,]+ history tokens reused", stats) and re.search(r"median \d+ ms", stats)
+    assert "Why: new conversation 1" in stats  # the badges' words (issue 19)
     assert "/stats" in out[out.index("Commands:"):] and "/help" in out[out.index("Commands:"):]
 
 
@@ -39,8 +40,9 @@ def test_double_slash_and_paths_are_messages(monkeypatch, capsys):
 
 def test_stats_text_rounds_everything():
     snap = {"requests": 3, "errors": 1, "cache_hit_rate": 0.6666666666666666, "tokens_saved": 1234,
+            "history_tokens": 3000, "reused_history_tokens": 2000,
             "input_tokens": 5000, "generated_tokens": 77, "ttft_p50_ms": 85.123456789, "ttft_p95_ms": 210.98765}
-    assert cli.stats_text(snap) == ("Requests: 3 (1 failed)\nCache hits: 67% of requests\n"
+    assert cli.stats_text(snap) == ("Requests: 3 (1 failed)\nCache hits: 67% of 3,000 history tokens reused\n"
                                     "Prompt tokens: 5,000 in all, 1,234 from the cache (25%)\nReply tokens: 77\n"
                                     "Time to first token: median 85 ms, 95th percentile 211 ms")
     assert cli.stats_text({"requests": 0}) == "Requests: 0"

@@ -12,6 +12,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from desktop.protocol import Chat, CreateSession, Done, ErrorEvent, Generate, MatchKind, AppendInput
+from desktop.protocol.reasons import CacheReason, reason_of
 
 WORKER_STATES = ("loading", "idle", "busy", "duplex_active", "duplex_paused", "error")
 KINDS = {Chat: "chat", CreateSession: "session_create", AppendInput: "session_append", Generate: "session_generate"}
@@ -58,13 +59,21 @@ class Metrics:
                                 buckets=TPS_BUCKETS, registry=r)
         self.prefills = Counter("omnidesk_prefills", "Prefills by how they found their cache "
                                 "(hit, extend, prefix, spc, miss)", ["match"], registry=r)
+        self.history = Counter("omnidesk_history_tokens", "History tokens (before each new message): taken "
+                               "from the KV cache (reused) or read again (new)", ["source"], registry=r)
+        self.reasons = Counter("omnidesk_cache_reasons", "Turns by why the cache held all, part or none of "
+                               "their history (protocol/reasons.py)", ["reason"], registry=r)
         self.responses = Counter("omnidesk_api_responses", "HTTP responses of the local API by route and status",
                                  ["route", "status"], registry=r)
         for source in ("cached", "new"):
             self.prompt_tokens.labels(source)
         for kind in MatchKind:
             self.prefills.labels(kind.value)
-        r.register(_LiveCollector(live, self.prefills))
+        for source in ("reused", "new"):
+            self.history.labels(source)
+        for reason in CacheReason:
+            self.reasons.labels(reason.name.lower())
+        r.register(_LiveCollector(live, self.history))
 
     def observe(self, entry: Any, event: Done | ErrorEvent) -> None:
         """One request ended (a pool Entry and its terminal event, as Gateway.observers get them)."""
@@ -83,6 +92,11 @@ class Metrics:
             self.prompt_tokens.labels("cached").inc(s.cached_tokens)
             self.prompt_tokens.labels("new").inc(s.new_tokens)
             self.prefills.labels(s.kind).inc()
+            self.history.labels("reused").inc(s.reused_history)
+            self.history.labels("new").inc(s.history_tokens - s.reused_history)
+            reason = reason_of(s.miss_reason, s.kind)
+            if reason is not None:
+                self.reasons.labels(reason.name.lower()).inc()
         if s.ttft_ms > 0:
             self.ttft.labels(origin).observe(s.ttft_ms / 1000.0)
         if s.generated_tokens:
@@ -100,8 +114,8 @@ class Metrics:
 class _LiveCollector:
     """Gauges read at scrape time from the engine of the moment."""
 
-    def __init__(self, live: Callable[[], Live | None], prefills: Counter) -> None:
-        self._live, self._prefills = live, prefills
+    def __init__(self, live: Callable[[], Live | None], history: Counter) -> None:
+        self._live, self._history = live, history
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         live = self._live()
@@ -117,11 +131,12 @@ class _LiveCollector:
                 states.add_metric([w.id, state], 1.0 if w.state == state else 0.0)
             flight.add_metric([w.id], w.in_flight)
             kv.add_metric([w.id], w.kv_bytes)
-        hit = GaugeMetricFamily("omnidesk_cache_hit_ratio", "Share of prefills that reused cached KV (all but miss)")
-        counts = {s.labels["match"]: s.value for m in self._prefills.collect() for s in m.samples
+        hit = GaugeMetricFamily("omnidesk_cache_hit_ratio", "Share of history tokens taken from the KV cache "
+                                "(reused history tokens / history tokens)")
+        counts = {s.labels["source"]: s.value for m in self._history.collect() for s in m.samples
                   if s.name.endswith("_total")}
         total = sum(counts.values())
-        hit.add_metric([], (total - counts.get(MatchKind.MISS.value, 0.0)) / total if total else 0.0)
+        hit.add_metric([], counts.get("reused", 0.0) / total if total else 0.0)
         return [queue, states, flight, kv, hit]
 
 

@@ -10,6 +10,7 @@ from typing import Iterable
 
 from desktop.engine.health import UNREACHABLE
 from desktop.protocol import SlotInfo, WorkerState, WorkerStatus
+from desktop.protocol.reasons import moved
 
 LIMIT = 4096  # hashes kept, oldest dropped: ~600 KB at most; 8 slots × 200 messages fit twice
 
@@ -60,4 +61,4 @@ class Departures:
         where = self._where.pop(history, None) if history else None
         if where is None or where[0] == worker_id:
             return None
-        return f"moved from {where[0]} ({where[1]})"
+        return moved(where[0], where[1])

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from desktop.engine.conversations import Conversation
 from desktop.engine.reply_limit import limit_of
+from desktop.protocol.reasons import label_of
 from desktop.safefile import write_atomic
 
 Format = Literal["markdown", "json"]
@@ -26,8 +27,9 @@ REMOTE_PREFIX = "remote"  # the ids of remote workers: remote0, remote1, … (wo
 
 
 def stats_line(stats: dict[str, Any] | None) -> str:
-    """E.g. "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s", followed by why the turn
-    missed the cache (or only partly used it) and how it ended when that was not natural."""
+    """E.g. "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s · history cached": the numbers,
+    the reason in the words of protocol/reasons.py (why the cache held all, part or none of the
+    history), and how the turn ended when that was not natural."""
     if not stats:
         return ""
     inp, cached = int(stats.get("input_tokens", 0)), int(stats.get("cached_tokens", 0))
@@ -37,13 +39,9 @@ def stats_line(stats: dict[str, Any] | None) -> str:
         parts.append(f"TTFT {float(stats['ttft_ms']):.0f} ms")
     if decode_ms > 0 and gen > 1:
         parts.append(f"{1000.0 * (gen - 1) / decode_ms:.1f} tok/s")
-    kind, reason = stats.get("kind", ""), stats.get("miss_reason", "")
-    if kind == "miss":
-        parts.append(f"cache miss: {reason or 'not cached'}")
-    elif kind == "spc":
-        parts.append(f"{reason or 'cache miss'} (system prompt cached)")
-    elif kind == "prefix":
-        parts.append(f"shared prefix reused ({reason})" if reason else "shared prefix reused")
+    reason = label_of(stats.get("miss_reason", ""), stats.get("kind", ""))
+    if reason:
+        parts.append(reason)
     finish = stats.get("finish_reason", "")
     if finish in ("stopped", "cancelled"):
         parts.append("stopped")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from desktop.engine.departures import why_down
 from desktop.engine.health import no_service
 from desktop.protocol import (
-    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, MatchKind, PrefillDone,
+    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
     TokenStats,
 )
 from desktop.engine.pool import Entry
@@ -22,13 +22,14 @@ from desktop.engine.streams import Request
 from desktop.errors import WorkerCrashed
 from desktop.model.messages import Message, prefix_hashes
 from desktop.protocol import WorkerHost, WorkerStatus
+from desktop.protocol.reasons import CacheReason, reason_of
 
 if TYPE_CHECKING:
     from desktop.engine.gateway import Gateway
 
 log = logging.getLogger(__name__)
 
-CACHED = (MatchKind.HIT.value, MatchKind.EXTEND.value)  # the kinds that kept the whole history
+KEPT = (CacheReason.CACHED, CacheReason.EDITED, CacheReason.NEW)  # turns a move did not make read again
 
 
 class EventIntake:
@@ -127,7 +128,8 @@ class EventIntake:
         if not isinstance(entry.cmd, Chat) or entry.worker_id is None:
             return done.stats.miss_reason
         moved = self._departures.take(entry.history, entry.worker_id)
-        return moved if moved and done.stats.kind not in CACHED else done.stats.miss_reason
+        kept = reason_of(done.stats.miss_reason, done.stats.kind) in KEPT
+        return moved if moved and not kept else done.stats.miss_reason
 
     def _end(self: Gateway, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
         """Deliver the one terminal event of a request and give back what it held."""

@@ -1,11 +1,12 @@
-"""KVPool: preallocated K/V memory for a fixed number of rows (one conversation each).
+"""KVPool: preallocated K/V memory for a number of rows (one conversation each).
 
 Per layer one K and one V tensor of shape [rows, kv_heads, cap, head_dim] (one tensor per layer,
 never views of one big buffer: a compiled or captured step writes them in place). A row's valid
 length is kept by its owner (a plain int), so cropping a row is free: positions past the length
-are stale and masked out by attention. `cap` grows in powers of two as conversations grow; the
-last column is a scratch column that padded rows of a fixed-shape step may write into, so the
-usable length of a row is cap - 1."""
+are stale and masked out by attention. The owner picks the shape (`reshape`: rows and cap, in
+powers of two as conversations grow, see kv_shape.pool_cap) and so keeps it within its memory
+budget; the last column is a scratch column that padded rows of a fixed-shape step may write
+into, so the usable length of a row is cap - 1."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-MIN_CAP = 256
+from desktop.model.kv_shape import MIN_CAP, pow2_at_least  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +33,6 @@ class SavedKV:
         return sum(t.numel() * t.element_size() for t in self.k + self.v)
 
 
-def pow2_at_least(n: int, floor: int = 1) -> int:
-    cap = floor
-    while cap < n:
-        cap *= 2
-    return cap
-
-
 class KVPool:
     def __init__(self, layers: int, rows: int, kv_heads: int, head_dim: int, dtype: torch.dtype,
                  device: torch.device | str, cap: int = MIN_CAP, max_len: int = 1 << 20) -> None:
@@ -47,34 +41,35 @@ class KVPool:
         self.generation = 0  # bumped whenever the tensors are replaced (captured graphs hold addresses)
         self.k: list[torch.Tensor] = []
         self.v: list[torch.Tensor] = []
-        self._allocate(cap)
+        self.reshape(rows, cap, [])
 
     @property
     def cap(self) -> int:
         return int(self.k[0].shape[2])
 
     @property
-    def nbytes(self) -> int:
-        return 2 * self.layers * self.rows * self.kv_heads * self.cap * self.head_dim * self.k[0].element_size()
+    def bytes_per_position(self) -> int:
+        """What one position of one row costs in every layer, K and V."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * torch.empty((), dtype=self.dtype).element_size()
 
-    def _allocate(self, cap: int) -> None:
-        shape = (self.rows, self.kv_heads, cap, self.head_dim)
+    @property
+    def nbytes(self) -> int:
+        """Bytes the pool's tensors really hold (counted from the tensors)."""
+        return sum(t.numel() * t.element_size() for t in self.k + self.v)
+
+    def reshape(self, rows: int, cap: int, keep: list[tuple[int, int, int]]) -> None:
+        """New tensors of `rows` rows of `cap` columns; `keep` lists (old row, new row, n): the
+        first n positions each kept row takes along. Every other row starts empty. The new
+        tensors exist before the old go; an allocator error leaves the pool unchanged."""
+        shape = (rows, self.kv_heads, cap, self.head_dim)
         k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
         v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
-        old = self.cap if self.k else 0
-        for i in range(len(self.k)):  # keep what the rows hold (the new tensors exist before the old go)
-            k[i][:, :, :old].copy_(self.k[i])
-            v[i][:, :, :old].copy_(self.v[i])
-        self.k, self.v = k, v
+        for new, old in zip(k + v, self.k + self.v):
+            for src, dst, n in keep:
+                if n > 0:
+                    new[dst, :, :n].copy_(old[src, :, :n])
+        self.k, self.v, self.rows = k, v, rows
         self.generation += 1
-
-    def reserve(self, n: int) -> None:
-        """Make room for rows of n positions (plus the scratch column). Raises MemoryError-like
-        errors from the allocator with the pool unchanged."""
-        if n + 1 > self.max_len + 1:
-            raise ValueError(f"{n} positions exceed the model's context ({self.max_len})")
-        if n + 1 > self.cap:  # doubling, but never past the model's context (+ the scratch column)
-            self._allocate(min(pow2_at_least(n + 1, self.cap), self.max_len + 1))
 
     # ------------------------------------------------------------------ row operations
 
@@ -94,15 +89,17 @@ class KVPool:
             t[a, :, :n].copy_(t[b, :, :n])
             t[b, :, :n].copy_(tmp)
 
-    def export(self, row: int, n: int) -> SavedKV:
+    def export(self, row: int | None, n: int) -> SavedKV:
         cpu = torch.device("cpu")
+        if row is None or n <= 0:  # nothing held: an empty copy
+            empty = torch.empty((self.kv_heads, 0, self.head_dim), dtype=self.dtype)
+            return SavedKV((empty,) * self.layers, (empty,) * self.layers)
         return SavedKV(tuple(t[row, :, :n].to(cpu, copy=True) for t in self.k),
                        tuple(t[row, :, :n].to(cpu, copy=True) for t in self.v))
 
     def load(self, saved: SavedKV, row: int) -> int:
-        """row's first saved.n positions := saved's; returns n."""
+        """row's first saved.n positions := saved's (the row is long enough); returns n."""
         n = saved.n
-        self.reserve(n)
         for dst, src in zip(self.k + self.v, saved.k + saved.v):
             dst[row, :, :n].copy_(src)
         return n

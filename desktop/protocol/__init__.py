@@ -10,10 +10,11 @@ from desktop.protocol.events import (
     QueueDone, Queued, QueueUpdate, SlotInfo, TokenStats,
 )
 from desktop.protocol.host import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.protocol.reasons import CacheReason
 
 __all__ = [
     "AppendInput", "Chat", "Command", "CreateSession", "EndSession", "Generate", "Reset", "Shutdown", "Stop", "TruncateReply",
     "TERMINAL", "ChunkEvent", "Done", "ErrorEvent", "Event", "FinishReason", "Heartbeat", "MatchKind", "PrefillDone",
     "PrefillProgress", "QueueDone", "Queued", "QueueUpdate", "SlotInfo", "TokenStats",
-    "EventSink", "WorkerHost", "WorkerState", "WorkerStatus",
+    "EventSink", "WorkerHost", "WorkerState", "WorkerStatus", "CacheReason",
 ]

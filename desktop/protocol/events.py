@@ -38,7 +38,7 @@ class TokenStats:
     cached_tokens: int = 0
     generated_tokens: int = 0
     kind: str = MatchKind.MISS.value
-    miss_reason: str = ""
+    miss_reason: str = ""  # why, in the words of protocol/reasons.CacheReason ("" where none is known)
     prefill_ms: float = 0.0
     ttft_ms: float = 0.0
     decode_ms: float = 0.0
@@ -46,6 +46,12 @@ class TokenStats:
     finish_reason: str = ""
     slot: int = -1
     worker: str = ""  # the worker that served it (the gateway fills it in; "" from the worker itself)
+    history_tokens: int = 0  # prompt tokens before the new input: what the cache could have held
+
+    @property
+    def reused_history(self) -> int:
+        """History tokens taken from the cache (the cache hit rate counts these)."""
+        return min(self.cached_tokens, self.history_tokens)
 
     @property
     def new_tokens(self) -> int:

@@ -9,10 +9,10 @@ import logging
 from collections import deque
 from typing import Callable
 
-from desktop.errors import ContextOverflow, InvalidRequest
+from desktop.errors import BusyError, ContextOverflow, InvalidRequest
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.messages import Message
-from desktop.protocol import AppendInput, Chat, CreateSession, Generate, MatchKind
+from desktop.protocol import AppendInput, CacheReason, Chat, CreateSession, Generate, MatchKind
 from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_ops import Clear, CopyPrefix, Crop, Fill, KvOp, Restore, Save
 from desktop.workers.matcher import Matcher
@@ -40,7 +40,8 @@ class Admission:
         if isinstance(cmd, Chat):
             plan = self.matcher.plan(seq.msgs)
             placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
-                                  plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids)
+                                  plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids,
+                                  history=Matcher.history(seq.msgs, plan.bounds, plan.reuse))
             source = plan.source
         elif isinstance(cmd, CreateSession):
             placement = self._plan_create(seq)
@@ -48,14 +49,16 @@ class Admission:
             placement = self._plan_append(seq)
         else:
             placement = self._plan_generate(seq)
-        if source is not None:  # copy now: the budget check may evict the source afterwards
-            self.ops.append(CopyPrefix(source.index, placement.slot.index, placement.cached))
-        try:
+        if source is None:
             self._check(seq, placement)
-        except Exception:
-            if source is not None:
-                self.ops.append(Clear(placement.slot.index))
-            raise
+        else:  # a branch: room for the copy beside its source (kept), else build in the source itself
+            try:
+                self._check(seq, placement, keep=source)
+            except BusyError:
+                placement, source = dataclasses.replace(placement, slot=source), None
+                self._check(seq, placement)
+            else:  # queued after the evictions the check made: the runner frees their rows first
+                self.ops.append(CopyPrefix(source.index, placement.slot.index, placement.cached))
         self._claim(seq, placement, source is not None)
 
     def _plan_create(self, seq: Seq) -> Placement:
@@ -73,16 +76,18 @@ class Admission:
             raise InvalidRequest("This model's chat template cannot be extended message by message; use plain chat.") from None
         cached = len(session.slot.ids)
         kind = MatchKind.EXTEND if cached else MatchKind.MISS
-        return Placement(session.slot, session.slot.ids + session.pending + delta, cached, kind.value, False)
+        return Placement(session.slot, session.slot.ids + session.pending + delta, cached, kind.value, False,
+                         history=_session_history(session))
 
     def _plan_generate(self, seq: Seq) -> Placement:
         session, gen = seq.session, self.template.gen_prompt_ids
         prompt = session.slot.ids + session.pending + gen
         cached = min(len(session.slot.ids), len(prompt) - 1)
         kind = MatchKind.HIT if len(prompt) - cached <= len(gen) else MatchKind.EXTEND
-        return Placement(session.slot, prompt, cached, (kind if cached else MatchKind.MISS).value, True)
+        return Placement(session.slot, prompt, cached, (kind if cached else MatchKind.MISS).value, True,
+                         history=_session_history(session))
 
-    def _check(self, seq: Seq, p: Placement) -> None:
+    def _check(self, seq: Seq, p: Placement, keep: Slot | None = None) -> None:
         ctx = self.window
         if len(p.prompt) > (ctx - 1 if p.generate else ctx):
             raise ContextOverflow(
@@ -90,7 +95,7 @@ class Admission:
                 "tokens. Start a new conversation or shorten the message."
             )
         max_new = min(seq.params.max_tokens, ctx - len(p.prompt)) if p.generate else 0
-        self.table.reserve(p.slot, len(p.prompt) + max_new)
+        self.table.reserve(p.slot, len(p.prompt) + max_new, keep)
 
     def _claim(self, seq: Seq, p: Placement, copied: bool) -> None:
         slot, ops = p.slot, self.ops
@@ -113,10 +118,12 @@ class Admission:
             ops.append(Clear(i))
             p = dataclasses.replace(p, cached=0, kind=MatchKind.MISS.value, spc_after=True)
         elif p.cached and slot.ids:
+            self.table.retire(slot, p.cached)  # the messages cropped away were another branch's
             ops.append(Crop(i, p.cached))
         else:
             ops.append(Clear(i))
             p = dataclasses.replace(p, cached=0)
+        p = dataclasses.replace(p, miss_reason=_reason(seq, p))
         seq.placement, seq.num_kv, seq.t_admitted = p, p.cached, self.clock()
         slot.ids = p.prompt[: p.cached]
 
@@ -214,6 +221,22 @@ class Admission:
         """Empty the slot's bookkeeping and its KV."""
         slot.clear()
         self.ops.append(Clear(slot.index))
+
+
+def _session_history(session: Session) -> int:
+    """A session's history: what its slot holds; after a failed turn (nothing held), all of it."""
+    return len(session.slot.ids) or len(session.pending)
+
+
+def _reason(seq: Seq, p: Placement) -> str:
+    """The one true reason (protocol/reasons.py) for what the placed request reuses: the
+    matcher's reason why the history is not all cached ("" when it is), settled for the cases
+    only admission sees (nothing before the new input; a session rebuilt)."""
+    if p.history == 0:  # nothing before the new input: a new conversation or session
+        return CacheReason.NEW.value
+    if seq.session is not None and not p.cached:  # a failed turn dropped the session's KV
+        return CacheReason.REBUILT.value
+    return p.miss_reason or CacheReason.CACHED.value
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:

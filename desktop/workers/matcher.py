@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from desktop.protocol import MatchKind
+from desktop.protocol import CacheReason, MatchKind
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.messages import Message, history_hash, prefix_hashes
 from desktop.workers.config import CacheMode
@@ -30,13 +30,21 @@ class Plan:
     canon: list[int]
     bounds: list[int] | None
     spc_ids: list[int] | None = None
-    miss_reason: str = ""
+    miss_reason: str = ""  # a CacheReason value: why the history is not all reused ("" if it is)
     source: Slot | None = None  # branch: copy the first `reuse` positions of source's KV into `slot` instead of cropping in place
 
 
 class Matcher:
     def __init__(self, table: SlotTable, template: ChatTemplate, mode: CacheMode, min_tokens: int) -> None:
         self.table, self.template, self.mode, self.min_tokens = table, template, mode, min_tokens
+
+    @staticmethod
+    def history(msgs: Sequence[Message], bounds: list[int] | None, cached: int) -> int:
+        """Tokens of the messages before the last one (what the cache could hold); where message
+        bounds are unprovable, what was reused."""
+        if len(msgs) < 2:
+            return 0
+        return bounds[-2] if bounds else cached
 
     def plan(self, msgs: Sequence[Message]) -> Plan:
         gen = self.template.gen_prompt_ids
@@ -77,9 +85,9 @@ class Matcher:
         # a new version of the slot's last reply (regenerate, or the client's own text of it)
         replaces_reply = k == len(slot.hashes) - 1 and slot.msgs[-1].role == "assistant"
         if reuse >= len(canon):
-            kind, reason = MatchKind.HIT, ""
+            kind, reason = MatchKind.HIT, self._kept(slot, k, len(msgs), replaces_reply)
         elif k == len(slot.hashes) or replaces_reply:  # the slot's conversation is this one's prefix
-            kind, reason = MatchKind.EXTEND, ""
+            kind, reason = MatchKind.EXTEND, self._kept(slot, k, len(msgs), replaces_reply)
         else:
             kind, reason = MatchKind.PREFIX, self._diverged(msgs, k)
         plan = Plan(slot, kind, reuse, prompt, canon, bounds, miss_reason=reason)
@@ -101,23 +109,33 @@ class Matcher:
         return canon[: bounds[0]]
 
     @staticmethod
-    def _diverged(msgs: Sequence[Message], k: int) -> str:
+    def _kept(slot: Slot, k: int, n: int, replaces_reply: bool) -> str:
+        """Why a request that extends the slot's conversation (k of its n messages) does not
+        reuse all of its history, or "" when it does (only the last reply's closing tokens, or
+        a reply text that tokenises differently, are read again)."""
+        if len(slot.ids) < (slot.bounds[k - 2] if k >= 2 else 0):  # a stopped turn left it short
+            return CacheReason.REBUILT.value
+        if k < n - 1 and not replaces_reply:  # messages in between that the model never read
+            return CacheReason.UNSEEN_MESSAGES.value
+        return ""
+
+    def _diverged(self, msgs: Sequence[Message], k: int) -> str:
         """Why only a shared prefix of another cached branch is reused, told truly: `k` messages
         match by hash (0: a token prefix only)."""
         if _is_new(msgs):  # its first user message: it only starts like a cached conversation
-            return "new conversation, same system prompt" if k else "new conversation, same start"
+            return CacheReason.NEW.value
         if k == len(msgs) - 1:  # its whole history is cached; the branch went on with another message
-            return "edited"
-        return "history partly cached"  # its own branch was evicted or cropped by another one
+            return CacheReason.EDITED.value
+        return self._miss_reason(msgs)  # why its own branch is not here: evicted, or never seen
 
     def _miss_reason(self, msgs: Sequence[Message]) -> str:
-        if not self.mode.imc:
-            return "cache off" if self.mode is CacheMode.OFF else "message cache off"
         if _is_new(msgs):
-            return "new conversation"
-        if history_hash(msgs) in self.table.evicted:
-            return "evicted"
-        return "not cached since this worker loaded"  # e.g. the model was reloaded, or the app restarted
+            return CacheReason.NEW.value
+        if not self.mode.imc:
+            return (CacheReason.CACHE_OFF if self.mode is CacheMode.OFF else CacheReason.MESSAGE_CACHE_OFF).value
+        if history_hash(msgs) in self.table.evicted:  # evicted, or cropped away by another branch
+            return CacheReason.EVICTED.value
+        return CacheReason.NOT_SEEN.value  # e.g. the model was reloaded, or the app restarted
 
 
 def _is_new(msgs: Sequence[Message]) -> bool:

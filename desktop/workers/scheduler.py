@@ -21,7 +21,7 @@ from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_ops import Clear, KvOp
 from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Phase, Seq, Session
-from desktop.workers.slots import SlotTable
+from desktop.workers.slots import Footprint, SlotTable
 from desktop.workers.spc import SystemPromptCache
 
 
@@ -44,11 +44,11 @@ class DecodePlan:
 
 class Scheduler:
     def __init__(self, config: WorkerConfig, template: ChatTemplate, window: int, kv_bytes_per_token: int,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], footprint: Footprint | None = None) -> None:
         self.cfg, self.template, self.window, self.clock = config, template, window, clock
         self.ops: deque[KvOp] = deque()  # for the runner, in order
         self.table = SlotTable(config.num_slots, kv_bytes_per_token, config.kv_budget_bytes, clock,
-                               on_evict=lambda slot: self.ops.append(Clear(slot.index)))
+                               on_evict=lambda slot: self.ops.append(Clear(slot.index)), footprint=footprint)
         self.matcher = Matcher(self.table, template, config.cache_mode, config.cache_min_tokens)
         self.spc = SystemPromptCache()
         self.sessions: dict[str, Session] = {}

@@ -49,6 +49,7 @@ class Placement:
     bounds: list[int] | None = None
     spc_ids: list[int] | None = None
     spc_after: bool = False  # a long system prompt: saved from this request's own prefill
+    history: int = 0  # prompt ids before the new input (the cache hit rate's denominator)
 
 
 @dataclass(eq=False)

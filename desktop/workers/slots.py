@@ -3,6 +3,7 @@ budget. Token ids and hashes only — no torch — so the policy is tested in mi
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -11,7 +12,10 @@ from typing import Callable, Sequence
 from desktop.protocol import SlotInfo
 from desktop.errors import BusyError, ContextOverflow
 from desktop.model.images import Span, has_media, image_spans
+from desktop.model.kv_shape import PerToken
 from desktop.model.messages import Message, prefix_hashes
+
+Footprint = Callable[[Sequence[int]], int]  # slot lengths → bytes the runner's KV takes for them
 
 
 @dataclass(slots=True, eq=False)
@@ -89,11 +93,15 @@ class SlotTable:
     """N slots plus the rules to find, free and budget them."""
 
     def __init__(self, num_slots: int, bytes_per_token: int, budget_bytes: int, clock: Callable[[], float] = time.monotonic,
-                 on_evict: Callable[[Slot], None] = lambda slot: None):
-        """`on_evict(slot)` is told of every eviction (the scheduler drops that slot's KV)."""
+                 on_evict: Callable[[Slot], None] = lambda slot: None, footprint: Footprint | None = None):
+        """`on_evict(slot)` is told of every eviction (the scheduler drops that slot's KV).
+        `footprint(lengths)`: what the runner's KV takes for slots of these lengths (its layout:
+        kv_shape.PerToken, or PaddedRows for a pool whose rows are all as long as the longest);
+        the budget bounds that, not just the sum of the lengths."""
         self.on_evict = on_evict
         self.slots = [Slot(i) for i in range(num_slots)]
         self.bytes_per_token = max(bytes_per_token, 1)
+        self.footprint = footprint or PerToken(self.bytes_per_token)
         self.budget_bytes = budget_bytes
         self.clock = clock
         self.evicted: OrderedDict[bytes, None] = OrderedDict()  # hashes of evicted branches (miss reasons)
@@ -137,19 +145,29 @@ class SlotTable:
         return victim
 
     def evict(self, slot: Slot) -> None:
-        for h in slot.hashes:
-            self.evicted[h] = None
-        while len(self.evicted) > 4096:
-            self.evicted.popitem(last=False)
+        self._gone(slot.hashes)
         slot.clear()
         self.on_evict(slot)
 
-    def used_bytes(self) -> int:
-        return sum(s.tokens for s in self.slots) * self.bytes_per_token
+    def retire(self, slot: Slot, keep: int) -> None:
+        """The slot keeps only its first `keep` ids for another branch: the messages past them
+        leave the cache as an eviction does (their turns' reason says so)."""
+        self._gone(slot.hashes[bisect.bisect_right(slot.bounds, keep):])
 
-    def reserve(self, slot: Slot, tokens: int) -> None:
-        """Reserve room for `slot` to grow to `tokens`, evicting idle slots (LRU first) to fit."""
-        need = tokens * self.bytes_per_token
+    def _gone(self, hashes: Sequence[bytes]) -> None:
+        for h in hashes:
+            self.evicted[h] = None
+        while len(self.evicted) > 4096:
+            self.evicted.popitem(last=False)
+
+    def used_bytes(self) -> int:
+        """KV bytes the runner allocates for what the slots hold and have reserved."""
+        return self.footprint([s.tokens for s in self.slots])
+
+    def reserve(self, slot: Slot, tokens: int, keep: Slot | None = None) -> None:
+        """Reserve room for `slot` to grow to `tokens`, evicting idle slots (LRU first, never
+        `keep`) to fit."""
+        need = self.footprint([tokens])
         if need > self.budget_bytes:
             raise ContextOverflow(
                 f"This conversation needs {need / 2**20:.0f} MiB of KV memory, more than the worker's "
@@ -157,7 +175,7 @@ class SlotTable:
             )
         slot.reserved = tokens
         while self.used_bytes() > self.budget_bytes:
-            idle = [s for s in self.slots if s.evictable and s.ids and s is not slot]
+            idle = [s for s in self.slots if s.evictable and s.ids and s is not slot and s is not keep]
             if not idle:
                 slot.reserved = 0
                 raise BusyError("The KV memory budget is taken by running conversations; try again shortly.")

@@ -41,7 +41,8 @@ class Worker:
         self.lm, self.cfg, self.emit, self.clock = loaded, config, emit, clock
         self.template = loaded.template
         self.runner = runner if runner is not None else make_runner(loaded, config)
-        self.scheduler = Scheduler(config, self.template, loaded.context_length, loaded.kv_bytes_per_token, clock)
+        self.scheduler = Scheduler(config, self.template, loaded.context_length, loaded.kv_bytes_per_token, clock,
+                                   getattr(self.runner, "footprint", None))
         self.counters = WorkerCounters()
         self.out = Output(self.scheduler, self.template, emit, clock, self.counters, PROGRESS_S)
         self.intake = CommandIntake(self.scheduler, loaded.context_length, emit, clock, self._finish, self._fail)

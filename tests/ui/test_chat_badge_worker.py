@@ -29,6 +29,6 @@ def test_badge_says_where_a_conversation_moved_from(qtbot, screenshot):
                      "miss_reason": "moved from remote0 (unreachable)"})
     badge.resize(520, 24)
     badge.show()
-    assert badge.text().startswith("cached 0 / new 120 tokens") and "cache miss: moved from remote0 (unreachable)" in badge.text()
-    assert "Cache: cache miss — moved from remote0 (unreachable)" in badge.toolTip()
+    assert badge.text().startswith("cached 0 / new 120 tokens") and badge.text().endswith(" · moved from remote0 (unreachable)")
+    assert "Cache: The worker that held this conversation's cache (remote0 (unreachable)) went away" in badge.toolTip()
     screenshot(badge, "badge_moved_from_worker")

@@ -192,7 +192,7 @@ def test_editing_an_earlier_message_branches_and_reuses_the_cache(page, aloop):
     assert [m.content for m in conv.messages[:3]] == ["First question", first_reply, "Second question, edited"]
     stats = conv.messages[3].stats
     assert stats["cached_tokens"] > 0 and stats["kind"] == "prefix"
-    assert "shared prefix reused" in page.view.widgets()[3].badge.text()
+    assert " · edited" in page.view.widgets()[3].badge.text()  # the cache vocabulary's reason (issue 19)
     assert page.view.widgets()[2].version_label.text() == "2/2"
     aloop.run(say(page, "Third question"))
     assert conv.messages[-1].stats["kind"] == "extend" and conv.messages[-1].stats["cached_tokens"] > 0

@@ -100,8 +100,8 @@ def test_a_short_conversation_with_badges(store, qtbot, aloop, screenshot):
     page.composer.submit()
     aloop.run(idle(page))
     badges = [w.badge.text() for w in page.view.widgets() if w.role == "assistant"]
-    assert badges == ["cached 18 / new 20 tokens · TTFT 61 ms · 14.1 tok/s · new conversation (system prompt cached)",
-                      "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s"]
+    assert badges == ["cached 18 / new 20 tokens · TTFT 61 ms · 14.1 tok/s · new conversation",
+                      "cached 412 / new 38 tokens · TTFT 85 ms · 14.2 tok/s · history cached"]
     assert "reverse_words" in page.view.widgets()[-1].body.toPlainText()
     assert page.preset_bar.fixed.text() == "<b>Assistant</b>" and page.preset_bar.combo.isHidden()
     screenshot(page, "chat-conversation")

@@ -13,6 +13,7 @@ from desktop.errors import InvalidRequest
 from desktop.model import fast_llama
 from desktop.model.fast_llama import FastLlama, int4_grid
 from desktop.model.kv_pool import KVPool
+from desktop.model.kv_shape import pool_cap
 from desktop.model.params import SamplingParams
 from desktop.workers.config import WorkerConfig
 from desktop.workers.runner import make_runner
@@ -49,8 +50,8 @@ def test_pool_rows_copy_swap_grow_export(tiny_lm):
     for i, t in enumerate(pool.k + pool.v):
         t.copy_(torch.randn(t.shape))
     before = pool.export(0, 5), pool.export(1, 7)
-    pool.reserve(20)  # grows to 32: rows keep what they held
-    assert pool.cap == 32 and pool.generation == 2
+    pool.reshape(3, 32, [(0, 0, 5), (1, 1, 7)])  # grows to 32: kept rows keep what they held
+    assert pool.cap == 32 and pool.generation == 2 and pool.nbytes == 2 * 2 * 3 * 2 * 32 * 4 * 4
     assert all(torch.equal(x, y) for x, y in zip(pool.export(0, 5).k, before[0].k))
     pool.swap(0, 1, 7)
     assert all(torch.equal(x, y) for x, y in zip(pool.export(1, 5).v, before[0].v))
@@ -59,11 +60,7 @@ def test_pool_rows_copy_swap_grow_export(tiny_lm):
     assert all(torch.equal(x, y) for x, y in zip(pool.export(2, 7).k, before[1].k))
     n = pool.load(before[0], 1)
     assert n == 5 and before[0].nbytes == 2 * 2 * 2 * 5 * 4 * 4
-    small = KVPool(1, 1, 1, 4, torch.float32, "cpu", cap=8, max_len=12)
-    small.reserve(12)  # a whole context: the cap stops at context + scratch, not the next power of two
-    assert small.cap == 13
-    with pytest.raises(ValueError):
-        small.reserve(13)
+    assert pool_cap(12, 12) == 13  # a whole context: the cap stops at context + scratch, not the next power of two
 
 
 def greedy_rows(runner, slots, tokens, steps: int) -> list[list[int]]:

@@ -34,6 +34,17 @@ class CounterCard(QFrame):
         self.detail.setText(phrases(f"{self.caption} · {detail}" if detail else self.caption))
 
 
+HIT_TIP = "History tokens (everything before each new message) taken from the KV cache, of all history tokens"
+
+
+def reasons_tip(reasons: dict[str, int]) -> str:
+    """The hit rate's tooltip: what it counts, then how many turns had each cache reason (the
+    words of the chat's badges)."""
+    if not reasons:
+        return HIT_TIP
+    return "\n".join([HIT_TIP, "", "Turns by reason:", *(f"{words}: {n}" for words, n in reasons.items())])
+
+
 def phrases(text: str) -> str:
     """A narrow card may wrap its caption, but never between a count and its word ("0 running")."""
     return re.sub(r"(\d) ", "\\1\u00a0", text)
@@ -45,7 +56,7 @@ class CountersRow(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.requests = CounterCard("requests done", "Requests completed since the model was loaded, of all submitted")
-        self.hit_rate = CounterCard("cache hits", "Prefills that reused cached KV (hit, extend, prefix, system prompt)")
+        self.hit_rate = CounterCard("cache hits", HIT_TIP)
         self.saved = CounterCard("tokens saved", "Prompt tokens taken from the KV cache instead of being computed again")
         self.ttft = CounterCard("TTFT p50 / p95", "Time to first token as measured in the workers")
         self.routing = CounterCard("routing", "Where the gateway sent requests: cached history (hit), a free "
@@ -61,7 +72,10 @@ class CountersRow(QWidget):
         self.requests.set(f"{req.get('completed', 0)} / {req.get('submitted', 0)}",
                           f"{detail} · {api} via API" if api else detail)
         if c.get("requests"):
-            self.hit_rate.set(percent(c["cache_hit_rate"]), f"of {c['requests']}")
+            history = int(c.get("history_tokens", 0))
+            self.hit_rate.set(percent(c["cache_hit_rate"]) if history else "—",
+                              f"of {history:,} history tokens" if history else "no history yet")
+            self.hit_rate.setToolTip(reasons_tip(c.get("reasons") or {}))
             total = c.get("input_tokens", 0)
             self.saved.set(f"{c['tokens_saved']:,}", f"of {total:,}" if total else "")
             p50, p95 = c["ttft_p50_ms"], c["ttft_p95_ms"]

@@ -64,7 +64,7 @@ class Snapshot:
     workers: list[WorkerRow]
     slots: list[SlotRow]
     queue: list[QueueRow]
-    counters: dict[str, float]
+    counters: dict[str, Any]  # WorkerCounters.snapshot()
     requests: dict[str, int]
     routing: dict[str, int]
     cache_kinds: dict[str, int]

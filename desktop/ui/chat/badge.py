@@ -9,20 +9,21 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from desktop.engine.export import stats_line
+from desktop.protocol.reasons import sentence_of
 from desktop.ui.chat.style import muted, small_font
 
-KIND_NAMES = {"hit": "cache hit", "extend": "cache hit (history kept)", "prefix": "shared prefix reused",
-              "spc": "system prompt cache", "miss": "cache miss"}
-
-
 def details(stats: dict[str, Any]) -> str:
-    """Every number of the turn, one per line (the badge's tooltip)."""
-    kind = stats.get("kind", "")
-    rows = [f"Cache: {KIND_NAMES.get(kind, kind)}" + (f" — {stats['miss_reason']}" if stats.get("miss_reason") else ""),
-            f"Prompt tokens: {stats.get('input_tokens', 0)} ({stats.get('cached_tokens', 0)} from cache)",
-            f"Reply tokens: {stats.get('generated_tokens', 0)}",
-            f"Prefill: {float(stats.get('prefill_ms', 0)):.0f} ms · first token after {float(stats.get('ttft_ms', 0)):.0f} ms",
-            f"Decoding: {float(stats.get('decode_ms', 0)):.0f} ms"]
+    """The turn's cache reason in a sentence, then every number, one per line (the tooltip)."""
+    why = sentence_of(stats.get("miss_reason", ""), stats.get("kind", ""))
+    rows = [f"Cache: {why}"] if why else []
+    rows += [f"Prompt tokens: {stats.get('input_tokens', 0)} ({stats.get('cached_tokens', 0)} from cache)",
+             f"Reply tokens: {stats.get('generated_tokens', 0)}",
+             f"Prefill: {float(stats.get('prefill_ms', 0)):.0f} ms · first token after {float(stats.get('ttft_ms', 0)):.0f} ms",
+             f"Decoding: {float(stats.get('decode_ms', 0)):.0f} ms"]
+    history = int(stats.get("history_tokens", 0))
+    if history:
+        reused = min(int(stats.get("cached_tokens", 0)), history)
+        rows.insert(2 if why else 1, f"History before your message: {history} tokens, {reused} from cache")
     if float(stats.get("queue_ms", 0)) >= 1:
         rows.append(f"Waited in the queue: {float(stats['queue_ms']) / 1000:.1f} s")
     if stats.get("worker"):

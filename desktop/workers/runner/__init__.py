@@ -33,4 +33,5 @@ def make_runner(loaded: Any, config: Any) -> Runner:
     from desktop.workers.runner.static import StaticRunner
 
     return StaticRunner(loaded.model, config.num_slots, loaded.kv_bytes_per_token,
-                        steps="bucketed" if choice == "static-bucketed" else "auto")
+                        steps="bucketed" if choice == "static-bucketed" else "auto",
+                        budget_bytes=getattr(config, "kv_budget_bytes", 1 << 62))

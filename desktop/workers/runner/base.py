@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from desktop.model.kv_shape import PerToken
 from desktop.model.sampling import sample_batch
 
 
@@ -35,6 +36,12 @@ class Runner(ABC):
 
     num_slots: int
     kv_bytes_per_token: int  # what one token's K/V costs in every layer (the slot budget's unit)
+
+    @property
+    def footprint(self) -> Callable[[Sequence[int]], int]:
+        """What this runner's KV takes for slots of the given lengths (the scheduler keeps the
+        budget with it). Default: each slot its own length (a cache that grows token by token)."""
+        return PerToken(self.kv_bytes_per_token)
 
     # ------------------------------------------------------------------ forwards
 
