@@ -111,7 +111,12 @@ class CallFactory:
 
         far = FarEndReference.tap(speaker)
         parts.canceller = EchoCanceller(far)
-        return lambda: far.on_played in played and played.remove(far.on_played)
+        def untap() -> None:
+            if far.on_played in played:
+                played.remove(far.on_played)
+            far.release()
+
+        return untap
 
     @staticmethod
     def _media(call: Call) -> None:

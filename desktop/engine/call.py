@@ -51,7 +51,8 @@ class Detector(Protocol):
 class Transcriber(Protocol):
     """Speech recognition of one utterance at a time: `begin` with the audio before the speech
     start, `feed` frames (partials go to `on_partial`), `finish` calls `on_text(text, asr_ms)` on
-    another thread when the final text is ready; `cancel` drops the utterance."""
+    another thread when the final text is ready; `cancel` drops the utterance. A `close()`, where
+    it has one, is called when the call ends (its threads stop)."""
 
     def begin(self, pre_roll: np.ndarray, on_partial: Callable[[str], None]) -> None: ...
 
@@ -399,6 +400,9 @@ class Call:
             except OmnideskError as exc:
                 log.info("Ending the call's session: %s", exc.message)
         self.mic.close()
+        close = getattr(self.transcriber, "close", None)
+        if close is not None:  # its thread would keep the call (and its resamplers) alive to the exit
+            await asyncio.to_thread(close)
         self._emit(CallEvent("ended", reason))
 
     # ------------------------------------------------------------------ the voice (its threads)

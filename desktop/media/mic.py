@@ -122,6 +122,7 @@ class Microphone(Capture):
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=1.0)
         self._thread = None
+        self.release()
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "device_overflows": self.device_overflows}
