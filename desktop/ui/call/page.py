@@ -131,6 +131,7 @@ class CallPage(QWidget):
         c = self.controls
         c.call_button.clicked.connect(self.toggle_call)
         c.mode.currentIndexChanged.connect(lambda _i: self._mode_changed())
+        c.mode.activated.connect(lambda _i: self._mode_chosen())
         c.mute.toggled.connect(self._mute)
         c.pause.clicked.connect(self._pause_or_resume)
         c.listen.clicked.connect(lambda: self.call is not None and self.call.force_listen())
@@ -367,6 +368,12 @@ class CallPage(QWidget):
             self.call.set_mode(self.mode)
             self.status.emit(f"Mode: {self.controls.mode.currentText()}")
         self._sync()
+
+    def _mode_chosen(self) -> None:
+        """The user picked push-to-talk in the dropdown: the page takes the focus, so that Space
+        talks at once (left in the dropdown, Space would open its list again)."""
+        if self.mode is CallMode.PUSH_TO_TALK:
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _mute(self, on: bool) -> None:
         if self.call is None:
