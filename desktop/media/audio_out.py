@@ -136,6 +136,7 @@ class BufferedSink:
     def stats(self) -> dict[str, Any]:
         return {
             "underruns": self._jitter.underruns,
+            "starved_s": self._jitter.starved / self.device_rate,  # the underruns' silence
             "played_s": self._played / self.device_rate,
             "buffered_ms": self._jitter.buffered_ms,
             "first_audio_at": self._last_first_audio,
