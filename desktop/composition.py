@@ -355,14 +355,23 @@ class Composition(QObject):
             from desktop.ui.call.page import CallPage
 
             calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings, recordings=self.recordings,
-                                model=lambda: self.model_name, sees_images=lambda: self.supports_images)
+                                model=lambda: self.model_name, sees_images=lambda: self.supports_images,
+                                store=self.store)
             page = CallPage(calls.start, calls.mic_status, cameras=calls, camera_fps=self.settings.camera_preview_fps)
             calls.on_recording = page.recording.emit  # a Qt signal: safe from the recorder's threads
+            calls.on_saved = lambda conv: self._call_saved(page, conv)
             page.set_mode(CallMode(self.settings.call_mode))
             return page
         except Exception:  # the placeholder stays: calls are unavailable, chat goes on
             log.exception("The call page could not be built")
             return None
+
+    def _call_saved(self, page: Any, conv: Any) -> None:
+        """A call that ended is a conversation now: the chat list shows it, the Call page says so."""
+        refresh = getattr(self.chat_page, "refresh_list", None)
+        if refresh is not None:
+            refresh()
+        page.saved.emit(conv.title)
 
     def _make_recordings_page(self) -> QWidget | None:
         try:
