@@ -18,7 +18,6 @@ from desktop.api_control import ApiControl
 from desktop.engine.gateway import Gateway
 from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
-from desktop.media.devices import output_devices
 from desktop.model.loader import ModelSpec
 from desktop.settings import Settings, save_settings
 from desktop.ui.admin.monitor import EngineMonitor, Snapshot
@@ -490,7 +489,9 @@ def worker_cores() -> int:
     return max(1, (os.cpu_count() or 1) - 1)
 
 
-def sound_devices() -> list[str]:
-    """Names of the output devices for the settings dialog ([] without PortAudio or devices)."""
-    devices, _reason = output_devices()
-    return [d.name for d in devices]
+def sound_devices() -> Any:
+    """The microphones and speakers for the settings dialog, looked for afresh (a SoundDevices:
+    Pulse's own names where there is a Pulse server; empty without PortAudio or devices)."""
+    from desktop.media.device_list import list_sound_devices
+
+    return list_sound_devices()

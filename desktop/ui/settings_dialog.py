@@ -32,7 +32,7 @@ class SettingsDialog(QDialog):
     applied = Signal(object)
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 sound_devices: list[str] | None = None, api_status: Any = None, page: str | None = None) -> None:
+                 sound_devices: Any = None, api_status: Any = None, page: str | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._current = settings  # what is in effect: the initial settings, then the last applied
@@ -41,7 +41,7 @@ class SettingsDialog(QDialog):
         self.api_page = ApiPage(settings, api_status)
         self.pages: list[Page] = [
             self.model_page, CachePage(settings), SamplingPage(settings),
-            AudioPage(settings, list(sound_devices or [])), RecordingPage(settings), self.api_page,
+            AudioPage(settings, sound_devices if sound_devices is not None else []), RecordingPage(settings), self.api_page,
             RemotePage(settings),
         ]
         layout = QVBoxLayout(self)  # children in visual order: the focus chain follows it
