@@ -239,6 +239,7 @@ class Composition(QObject):
             if new.theme != old.theme:
                 apply_theme(self.app, new.theme)
             self._apply_voice(old, new)
+            self._apply_call_mode(old, new)
             if not self._closed:
                 await self.api.apply(new)  # live: never reloads the model
             if self._closed:
@@ -257,6 +258,14 @@ class Composition(QObject):
             self.window.set_model(None)
             self._boot_task = self.spawn(self._boot())
             return True
+
+    def _apply_call_mode(self, old: Settings, new: Settings) -> None:
+        """A new "Start calls in" mode shows on the Call page at once, unless a call runs."""
+        page = self.call_page
+        if new.call_mode != old.call_mode and page is not None and getattr(page, "call", None) is None:
+            from desktop.engine.call_state import CallMode
+
+            page.set_mode(CallMode(new.call_mode))
 
     async def _apply_remotes(self, new: Settings) -> None:
         """The running gateway follows the remote workers in `new`: a removed (or changed) server's
