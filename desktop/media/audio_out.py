@@ -12,8 +12,8 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from desktop.media.clock import Clock, RealClock
-from desktop.media.devices import (NO_OUTPUT, AudioUnavailable, find_output, import_sounddevice, stream_closed,
-                                   stream_opened)
+from desktop.media.devices import (NO_OUTPUT, AudioUnavailable, find_output, import_sounddevice, reindex,
+                                   stream_closed, stream_opened)
 from desktop.media.pulse import pulse_target
 from desktop.media.jitter import JitterBuffer
 
@@ -245,6 +245,7 @@ class SpeakerOutput(BufferedSink):
     def start(self) -> None:
         if self._stream is not None:
             return
+        self.device = reindex(self.device, "output")
         try:
             with pulse_target("PULSE_SINK", self.device.pulse_name):  # a Pulse sink: through "pulse"
                 self._stream = self._sd.OutputStream(

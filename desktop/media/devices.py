@@ -116,6 +116,14 @@ def input_devices() -> tuple[list[AudioDevice], str | None]:
     return _list("input")
 
 
+def reindex(device: AudioDevice, kind: str) -> AudioDevice:
+    """The same device under its index now: a re-scan may number the devices anew between the
+    moment a device was chosen and the moment its stream opens (matched by name and host API)."""
+    found, _ = _list(kind)
+    same = next((d for d in found if d.name == device.name and d.hostapi == device.hostapi), None)
+    return device if same is None or same.index == device.index else replace(device, index=same.index)
+
+
 def find_output(device: int | str | None = None) -> AudioDevice:
     """The output device to open: the system default for None, else by index or by a part of
     its name. Raises AudioUnavailable (plain message) when there is none."""

@@ -17,7 +17,7 @@ import numpy as np
 from desktop.media.capture import QUALITY, Capture
 from desktop.media.clock import Clock, RealClock
 from desktop.media.devices import (NO_INPUT, AudioDevice, AudioUnavailable, import_sounddevice,
-                                   input_devices, pick, rescan, stream_closed, stream_opened)
+                                   input_devices, pick, reindex, rescan, stream_closed, stream_opened)
 from desktop.media.pulse import pulse_target
 
 __all__ = ["MicUnavailable", "Microphone", "find_input", "input_available", "input_problem"]
@@ -100,6 +100,7 @@ class Microphone(Capture):
         """Open the stream and the reader thread; MicUnavailable when the device will not open."""
         if self._stream is not None:
             return
+        self.device = reindex(self.device, "input")
         try:
             with pulse_target("PULSE_SOURCE", self.device.pulse_name):  # a Pulse source: through "pulse"
                 self._stream = self._sd.InputStream(

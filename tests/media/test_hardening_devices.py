@@ -178,3 +178,37 @@ def test_the_level_meter_reads_the_microphone_interface():
     assert level.level_db() > -20
     level.stop()
     assert mics[0]._closed and not level.on
+
+
+def test_a_device_renumbered_by_a_rescan_opens_under_its_new_index(monkeypatch):
+    sd = devices.import_sounddevice()
+    headset = {"name": "USB Headset", "hostapi": 0, "max_input_channels": 1, "max_output_channels": 2,
+               "default_samplerate": 48000.0}
+    hdmi = {"name": "HDMI 0", "hostapi": 0, "max_input_channels": 0, "max_output_channels": 2,
+            "default_samplerate": 48000.0}
+    listing = [headset]
+    opened: dict[str, object] = {}
+
+    class Stream:
+        def __init__(self, **kw):
+            opened.update(kw)
+
+        def start(self): pass
+
+        def abort(self): pass
+
+        def close(self): pass
+
+    monkeypatch.setattr(sd, "query_devices", lambda *a, **k: list(listing))
+    monkeypatch.setattr(sd, "query_hostapis", lambda *a, **k: [{"name": "ALSA"}])
+    monkeypatch.setattr(sd, "default", SimpleNamespace(device=(0, 0)))
+    monkeypatch.setattr(sd, "OutputStream", Stream)
+    from desktop.media.audio_out import SpeakerOutput
+
+    speaker = SpeakerOutput("USB Headset")  # chosen (index 0) before the re-scan…
+    listing[:] = [hdmi, headset]  # …which numbers the devices anew
+    speaker.start()
+    try:
+        assert opened["device"] == 1
+    finally:
+        speaker.close()
