@@ -56,14 +56,16 @@ class CallsPage(Page):
                  "For video calls: a camera number (0 is the first), a device such as /dev/video0, or a video file.")
         self.preview = int_spin("camera_preview_fps", " fps")
         self.preview.setValue(s.camera_preview_fps)
-        self.add("&Preview rate:", "camera_preview_fps", self.preview, "How often the camera's picture is read and shown.")
+        self.add("&Preview rate:", "camera_preview_fps", self.preview,
+                 "How often the camera's picture is read and shown.")
         self.rate = float_spin("camera_frames_per_s", 1, 0.5, " per second")
         self.rate.setValue(s.camera_frames_per_s)
         self.add("&Frames to the model:", "camera_frames_per_s", self.rate,
                  "Pictures of the camera given with what you say (only to a model that sees images).")
         self.max_frames = int_spin("camera_max_frames", " frames")
         self.max_frames.setValue(s.camera_max_frames)
-        self.add("At &most:", "camera_max_frames", self.max_frames, "In all, per call; after that the model gets no new pictures (the preview goes on).")
+        self.add("At &most:", "camera_max_frames", self.max_frames,
+                 "In all, per call; after that the model gets no new pictures (the preview goes on).")
 
     def camera_value(self) -> str | None:
         """The chosen or typed camera; None for the first one found."""

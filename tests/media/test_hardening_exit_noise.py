@@ -4,9 +4,11 @@ cycle) no longer makes nanobind print "leaked" lines; a microphone's resampler c
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,3 +83,14 @@ def test_a_released_far_end_reference_starts_a_new_segment():
     assert far._rs is None
     far.on_played(np.ones(441, np.float32), 0.02)
     assert far.read(0.02, 320)[0].size == 320
+
+
+
+def test_a_test_run_with_a_recorded_call_ends_without_leak_lines():
+    """A recorded call leaves resamplers in reference cycles; the collection at exit frees them."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/recording/test_call_recording.py", "-q",
+                           "-p", "no:cacheprovider"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert " passed" in done.stdout, done.stdout[-2000:]
+    assert "leaked" not in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
