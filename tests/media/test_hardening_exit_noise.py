@@ -1,6 +1,7 @@
 """Issue 19, polish item 9 (exit noise): a closed microphone or far-end reference lets go of its
 soxr resampler, so a device still referenced when the interpreter exits (a lingering thread, a
-cycle) no longer makes nanobind print "leaked" lines; a microphone's resampler comes back with the next block."""
+cycle) no longer makes nanobind print "leaked" lines, and a collection at exit frees resamplers
+left in reference cycles; a microphone's resampler comes back with its next block."""
 
 from __future__ import annotations
 
