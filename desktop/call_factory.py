@@ -1,6 +1,7 @@
 """Starts voice calls for the Call page (part of the composition root): opens the microphone from
 Settings, loads the VAD and Whisper once (kept for later calls), builds a Call on the gateway and
-the app's Voice, and runs its media thread (the microphone read and every frame's processing)."""
+the app's Voice, and runs its media thread (the microphone read and every frame's processing).
+A call that ends is saved as a chat conversation (engine/call_chat.py) when a store is given."""
 
 from __future__ import annotations
 
@@ -22,14 +23,19 @@ PUMP_WAIT_S = 0.05  # the media thread waits this long for microphone frames bet
 class CallFactory:
     """`recordings` (desktop.recording.service.Recordings, optional) records each call the settings
     say to; `on_recording(text)` then hears "● Recording", a warning, or "" when it stops.
-    `sees_images()`: whether the loaded model takes images (then a video call's frames go to it)."""
+    `sees_images()`: whether the loaded model takes images (then a video call's frames go to it).
+    `store` (a ConversationStore, optional): each call that ends is saved there as a conversation,
+    and `on_saved(conversation)` hears of it (on the event loop's thread)."""
 
     def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings], *,
                  recordings: Any = None, model: Callable[[], str | None] = lambda: None,
-                 sees_images: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
+                 sees_images: Callable[[], bool] = lambda: False, store: Any = None,
+                 clock: Any = None) -> None:  # fmt: skip
         self.gateway, self.voice, self.settings = gateway, voice, settings
         self.recordings, self.model, self.sees_images = recordings, model, sees_images
+        self.store, self.clock = store, clock  # clock: the calls' (tests: a virtual one); None: real time
         self.on_recording: Callable[[str], None] = lambda text: None
+        self.on_saved: Callable[[Any], None] = lambda conversation: None
         self._asr: Any = None  # Whisper, loaded on the first call
         self._lock = threading.Lock()
 
@@ -66,8 +72,10 @@ class CallFactory:
         untap = self._echo(parts, getattr(voice, "sink", None))
         video = VideoFeed(rate_hz=settings.camera_frames_per_s, max_in_context=settings.camera_max_frames)
         call = Call(self.gateway, parts.mic, voice, parts.detector, parts.transcriber,
-                    canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s, video=video)
+                    canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s, video=video,
+                    **({"clock": self.clock} if self.clock is not None else {}))
         call.listeners.append(lambda event: untap() if event.kind == "ended" else None)
+        call.listeners.append(lambda event: self._save(call) if event.kind == "ended" else None)
         try:
             await call.start()
         except BaseException:
@@ -82,6 +90,21 @@ class CallFactory:
                 log.exception("The call could not be recorded")
         threading.Thread(target=self._media, args=(call,), name="call-media", daemon=True).start()
         return call
+
+    def _save(self, call: Call) -> None:
+        """The ended call's exchange as a conversation in Chat (a failure is logged: the call
+        itself went well)."""
+        if self.store is None:
+            return
+        from desktop.engine.call_chat import save_call
+
+        try:
+            conv = save_call(self.store, list(call.turns), call.system or "")
+        except Exception:
+            log.exception("The call could not be saved as a conversation")
+            return
+        if conv is not None:
+            self.on_saved(conv)
 
     def _parts(self, settings: Settings) -> Any:
         from desktop.engine.call_parts import make_call_parts
@@ -111,7 +134,12 @@ class CallFactory:
 
         far = FarEndReference.tap(speaker)
         parts.canceller = EchoCanceller(far)
-        return lambda: far.on_played in played and played.remove(far.on_played)
+        def untap() -> None:
+            if far.on_played in played:
+                played.remove(far.on_played)
+            far.release()
+
+        return untap
 
     @staticmethod
     def _media(call: Call) -> None:

@@ -18,7 +18,6 @@ from desktop.api_control import ApiControl
 from desktop.engine.gateway import Gateway
 from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
-from desktop.media.devices import output_devices
 from desktop.model.loader import ModelSpec
 from desktop.settings import Settings, save_settings
 from desktop.ui.admin.monitor import EngineMonitor, Snapshot
@@ -240,6 +239,7 @@ class Composition(QObject):
             if new.theme != old.theme:
                 apply_theme(self.app, new.theme)
             self._apply_voice(old, new)
+            self._apply_call_mode(old, new)
             if not self._closed:
                 await self.api.apply(new)  # live: never reloads the model
             if self._closed:
@@ -258,6 +258,14 @@ class Composition(QObject):
             self.window.set_model(None)
             self._boot_task = self.spawn(self._boot())
             return True
+
+    def _apply_call_mode(self, old: Settings, new: Settings) -> None:
+        """A new "Start calls in" mode shows on the Call page at once, unless a call runs."""
+        page = self.call_page
+        if new.call_mode != old.call_mode and page is not None and getattr(page, "call", None) is None:
+            from desktop.engine.call_state import CallMode
+
+            page.set_mode(CallMode(new.call_mode))
 
     async def _apply_remotes(self, new: Settings) -> None:
         """The running gateway follows the remote workers in `new`: a removed (or changed) server's
@@ -355,14 +363,23 @@ class Composition(QObject):
             from desktop.ui.call.page import CallPage
 
             calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings, recordings=self.recordings,
-                                model=lambda: self.model_name, sees_images=lambda: self.supports_images)
+                                model=lambda: self.model_name, sees_images=lambda: self.supports_images,
+                                store=self.store)
             page = CallPage(calls.start, calls.mic_status, cameras=calls, camera_fps=self.settings.camera_preview_fps)
             calls.on_recording = page.recording.emit  # a Qt signal: safe from the recorder's threads
+            calls.on_saved = lambda conv: self._call_saved(page, conv)
             page.set_mode(CallMode(self.settings.call_mode))
             return page
         except Exception:  # the placeholder stays: calls are unavailable, chat goes on
             log.exception("The call page could not be built")
             return None
+
+    def _call_saved(self, page: Any, conv: Any) -> None:
+        """A call that ended is a conversation now: the chat list shows it, the Call page says so."""
+        refresh = getattr(self.chat_page, "refresh_list", None)
+        if refresh is not None:
+            refresh()
+        page.saved.emit(conv.title)
 
     def _make_recordings_page(self) -> QWidget | None:
         try:
@@ -481,7 +498,9 @@ def worker_cores() -> int:
     return max(1, (os.cpu_count() or 1) - 1)
 
 
-def sound_devices() -> list[str]:
-    """Names of the output devices for the settings dialog ([] without PortAudio or devices)."""
-    devices, _reason = output_devices()
-    return [d.name for d in devices]
+def sound_devices() -> Any:
+    """The microphones and speakers for the settings dialog, looked for afresh (a SoundDevices:
+    Pulse's own names where there is a Pulse server; empty without PortAudio or devices)."""
+    from desktop.media.device_list import list_sound_devices
+
+    return list_sound_devices()

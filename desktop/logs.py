@@ -15,7 +15,10 @@ MAX_BYTES = 2 << 20  # per file; with BACKUPS older files, at most ~8 MB on disk
 BACKUPS = 3
 FORMAT = "%(asctime)s %(levelname)-7s %(threadName)s %(name)s: %(message)s"
 _MARK = "_omnidesk_handler"
-QUIET = ("httpx", "httpcore")  # a line per HTTP request (remote health checks every 5 s): warnings only
+# Loggers whose INFO lines are noise, so that only their warnings reach the log: httpx/httpcore write
+# a line per HTTP request (remote health checks every 5 s), faster_whisper one per transcription
+# pass (a call's partial transcripts: thousands an hour).
+QUIET = ("httpx", "httpcore", "faster_whisper")
 
 
 def log_dir() -> Path:

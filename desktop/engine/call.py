@@ -51,7 +51,8 @@ class Detector(Protocol):
 class Transcriber(Protocol):
     """Speech recognition of one utterance at a time: `begin` with the audio before the speech
     start, `feed` frames (partials go to `on_partial`), `finish` calls `on_text(text, asr_ms)` on
-    another thread when the final text is ready; `cancel` drops the utterance."""
+    another thread when the final text is ready; `cancel` drops the utterance. A `close()`, where
+    it has one, is called when the call ends (its threads stop)."""
 
     def begin(self, pre_roll: np.ndarray, on_partial: Callable[[str], None]) -> None: ...
 
@@ -88,7 +89,7 @@ class TurnMetrics:
     assistant_text: str = ""
     heard: str | None = None  # set when a barge-in cut the reply: what was kept
     underruns: int | None = None  # times the speaker ran dry during the reply (gaps heard)
-    drift_ms: float | None = None  # clock time the reply took to play minus its audio's length
+    drift_ms: float | None = None  # how much longer than its audio the reply took to play: its gaps' silence
     images: int = 0  # camera frames attached to the user's turn
 
     @property
@@ -122,7 +123,7 @@ class _Reply:
     request_id: str | None = None
     task: asyncio.Task | None = None
     metrics: TurnMetrics = field(default_factory=lambda: TurnMetrics(0))
-    playback: tuple[float, float, int] | None = None  # the speaker when the reply began to sound
+    playback: tuple[float, int] | None = None  # the speaker's (starved_s, underruns) as the reply began
 
 
 class Call:
@@ -400,6 +401,9 @@ class Call:
             except OmnideskError as exc:
                 log.info("Ending the call's session: %s", exc.message)
         self.mic.close()
+        close = getattr(self.transcriber, "close", None)
+        if close is not None:  # its thread would keep the call (and its resamplers) alive to the exit
+            await asyncio.to_thread(close)
         self._emit(CallEvent("ended", reason))
 
     # ------------------------------------------------------------------ the voice (its threads)
@@ -416,21 +420,23 @@ class Call:
             self._played(reply)
             self._do(self.state.reply_finished)
 
-    def _playback(self) -> tuple[float, float, int] | None:
-        """(clock now, seconds played, underruns) of the speaker, where it can tell."""
+    def _playback(self) -> tuple[float, int] | None:
+        """(seconds of silence from running dry, underruns) of the speaker, where it can tell."""
         stats = getattr(getattr(self.voice, "sink", None), "stats", None)
         if stats is None:
             return None
         s = stats()
-        return self.clock.now(), float(s.get("played_s", 0.0)), int(s.get("underruns", 0))
+        return float(s.get("starved_s", 0.0)), int(s.get("underruns", 0))
 
     def _played(self, reply: _Reply) -> None:
-        """The reply played out: its gaps and drift go into its metrics (reported again)."""
+        """The reply played out: its gaps and drift go into its metrics (reported again). The
+        drift is the silence the speaker played while it ran dry, counted by the speaker itself:
+        wall-clock readings around the device's read-ahead came out below zero."""
         start, end = reply.playback, self._playback()
         if start is None or end is None:
             return
-        reply.metrics.underruns = end[2] - start[2]
-        reply.metrics.drift_ms = ((end[0] - start[0]) - (end[1] - start[1])) * 1000.0
+        reply.metrics.underruns = end[1] - start[1]
+        reply.metrics.drift_ms = max(end[0] - start[0], 0.0) * 1000.0
         self._emit(CallEvent("metrics", metrics=reply.metrics))
 
     def _emit(self, event: CallEvent) -> None:

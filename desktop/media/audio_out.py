@@ -12,7 +12,9 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from desktop.media.clock import Clock, RealClock
-from desktop.media.devices import NO_OUTPUT, AudioUnavailable, find_output, import_sounddevice
+from desktop.media.devices import (NO_OUTPUT, AudioUnavailable, find_output, import_sounddevice, reindex,
+                                   stream_closed, stream_opened)
+from desktop.media.pulse import pulse_target
 from desktop.media.jitter import JitterBuffer
 
 __all__ = ["AudioSink", "AudioUnavailable", "BufferedSink", "SpeakerOutput"]
@@ -136,6 +138,7 @@ class BufferedSink:
     def stats(self) -> dict[str, Any]:
         return {
             "underruns": self._jitter.underruns,
+            "starved_s": self._jitter.starved / self.device_rate,  # the underruns' silence
             "played_s": self._played / self.device_rate,
             "buffered_ms": self._jitter.buffered_ms,
             "first_audio_at": self._last_first_audio,
@@ -242,14 +245,20 @@ class SpeakerOutput(BufferedSink):
     def start(self) -> None:
         if self._stream is not None:
             return
+        self.device = reindex(self.device, "output")
         try:
-            self._stream = self._sd.OutputStream(
-                device=self.device.index, samplerate=self.device_rate, channels=self._channels,
-                dtype="float32", blocksize=self.block_frames, latency=self.latency,
-                callback=self._callback,
-            )  # fmt: skip
+            with pulse_target("PULSE_SINK", self.device.pulse_name):  # a Pulse sink: through "pulse"
+                self._stream = self._sd.OutputStream(
+                    device=self.device.index, samplerate=self.device_rate, channels=self._channels,
+                    dtype="float32", blocksize=self.block_frames, latency=self.latency,
+                    callback=self._callback,
+                )  # fmt: skip
+            stream_opened()
             self._stream.start()
         except Exception as exc:  # sounddevice.PortAudioError, ValueError for bad settings
+            if self._stream is not None:
+                self._stream.close()
+                stream_closed()
             self._stream = None
             raise AudioUnavailable(NO_OUTPUT) from exc
 
@@ -266,6 +275,7 @@ class SpeakerOutput(BufferedSink):
         if stream is not None:
             stream.abort()
             stream.close()
+            stream_closed()
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "device_underflows": self.device_underflows}

@@ -28,12 +28,8 @@ class Capture:
                  quality: str = QUALITY) -> None:  # fmt: skip
         self.device_rate = int(device_rate)
         self._ring = FrameRing(max(2, int(round(capacity_s / FRAME_S))))
-        self._rs: Any = None
-        if self.device_rate != SAMPLE_RATE:
-            import soxr
-
-            self._rs = soxr.ResampleStream(self.device_rate, SAMPLE_RATE, 1, dtype="float32",
-                                           quality=quality)  # fmt: skip
+        self.quality = quality
+        self._rs: Any = None  # the soxr stream, made on the first block, released by `release()`
         self._in_n = 0  # device-rate samples taken in
         self._out_n = 0  # 16 kHz samples given out by the resampler
         self.lost_blocks = 0  # device blocks lost before they reached _capture (see subclasses)
@@ -63,6 +59,11 @@ class Capture:
             "level_db": self.level_db,
         }
 
+    def release(self) -> None:
+        """Drop the resampler (the device is closed): a native soxr object still alive when the
+        interpreter exits makes nanobind print "leaked" lines. A later block makes a new one."""
+        self._rs = None
+
     # ---- writer ------------------------------------------------------------------------------
     def _capture(self, block: np.ndarray, t: float) -> int:
         """Mix down, resample and frame one block; returns the frames completed."""
@@ -73,7 +74,14 @@ class Capture:
             mono = block[:, 0]
         else:
             mono = block.mean(axis=1, dtype=np.float32)
-        out = self._rs.resample_chunk(mono) if self._rs is not None else mono
+        rs = self._rs  # read once: `release()` may run on another thread
+        if rs is None and self.device_rate != SAMPLE_RATE:
+            import soxr
+
+            rs = self._rs = soxr.ResampleStream(self.device_rate, SAMPLE_RATE, 1, dtype="float32",
+                                                quality=self.quality)  # fmt: skip
+            self._in_n = self._out_n = 0  # a new stream: its output starts again at this block
+        out = rs.resample_chunk(mono) if rs is not None else mono
         # soxr compensates its filter delay, so output sample k is input position
         # k·device_rate/16000; this block's first sample is input position _in_n at time t.
         t_out = t + (self._out_n * self.device_rate / SAMPLE_RATE - self._in_n) / self.device_rate

@@ -186,3 +186,6 @@ class FakeMicrophone(DeviceTimeline, Capture):
     def close(self) -> None:
         self._closed = True
         self._stop_thread()
+        with self._lock:
+            self._taps = []  # their soxr streams go with them
+        self.release()

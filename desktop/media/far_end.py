@@ -56,6 +56,12 @@ class FarEndReference:
         speaker.on_played.append(ref.on_played)
         return ref
 
+    def release(self) -> None:
+        """Untapped: drop the segment's resampler (a native soxr object alive at exit makes
+        nanobind print "leaked" lines). A later block starts a new segment."""
+        with self._lock:
+            self._rs, self._in_segment = None, False
+
     # ---- writer: the speaker's audio thread --------------------------------------------------
     def on_played(self, block: np.ndarray, t: float) -> None:
         """Copy one played block whose first sample left the speaker at clock time t."""

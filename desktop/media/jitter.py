@@ -41,6 +41,12 @@ class JitterBuffer:
         self.read_pos = 0  # reader-owned
         self.playing = False  # reader-owned: pre-roll satisfied, not yet run dry
         self.underruns = 0  # reader-owned
+        # Silence played because the stream ran dry (the underruns' gaps, until pre-roll is met
+        # again): how much longer than its audio the stream took to play. Not the first pre-roll,
+        # nor silence after the end or a flush (an end or flush bumps _marks, closing a gap).
+        self.starved = 0  # reader-owned, samples
+        self._dry: int | None = None  # reader-owned: the _marks value when the stream ran dry
+        self._marks = 0  # writer-owned
 
     # ---- writer side -------------------------------------------------------------------------
     @property
@@ -65,6 +71,7 @@ class JitterBuffer:
         """Everything written so far is complete: play it without waiting for pre-roll, and
         running dry at its end is not an underrun."""
         self._end_pos = self.write_pos
+        self._marks += 1
 
     def flush(self, start: int = 0, stop: int | None = None) -> None:
         """Drop buffered audio in the absolute range [start, stop) (default: all written so far).
@@ -75,6 +82,7 @@ class JitterBuffer:
         if stop > max(start, r):
             kept += ((start, stop),)
         self._skips = kept
+        self._marks += 1
 
     @property
     def buffered(self) -> int:
@@ -105,9 +113,13 @@ class JitterBuffer:
         skipped = r != self.read_pos
         if not self.playing:
             if w - r >= max(self.pre_roll, 1) or r < end <= w:
-                self.playing = True
+                self.playing, self._dry = True, None
             else:
                 out[:] = 0.0
+                if self._dry is not None and self._dry == self._marks and not skipped:
+                    self.starved += n  # still refilling after an underrun: the gap goes on
+                else:
+                    self._dry = None
                 self.read_pos = r
                 return 0
         filled = 0
@@ -130,6 +142,8 @@ class JitterBuffer:
             out[filled:] = 0.0
             if r != end and not skipped:
                 self.underruns += 1
+                self.starved += n - filled
+                self._dry = self._marks
             self.playing = False
         self.read_pos = r  # publish after the copy
         return filled

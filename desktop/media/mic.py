@@ -17,7 +17,8 @@ import numpy as np
 from desktop.media.capture import QUALITY, Capture
 from desktop.media.clock import Clock, RealClock
 from desktop.media.devices import (NO_INPUT, AudioDevice, AudioUnavailable, import_sounddevice,
-                                   input_devices, pick)
+                                   input_devices, pick, reindex, rescan, stream_closed, stream_opened)
+from desktop.media.pulse import pulse_target
 
 __all__ = ["MicUnavailable", "Microphone", "find_input", "input_available", "input_problem"]
 log = logging.getLogger(__name__)
@@ -37,11 +38,13 @@ def _sounddevice() -> Any:
 
 
 def input_problem() -> str | None:
-    """Why voice input cannot work here, in plain words; None when a microphone is there."""
+    """Why voice input cannot work here, in plain words; None when a microphone is there. Looks
+    afresh each time (PortAudio re-scanned while no stream is open): one may have been plugged in."""
     try:
         _sounddevice()
     except MicUnavailable as exc:
         return exc.message
+    rescan()
     found, reason = input_devices()
     return None if found else (reason or NO_INPUT)
 
@@ -97,14 +100,20 @@ class Microphone(Capture):
         """Open the stream and the reader thread; MicUnavailable when the device will not open."""
         if self._stream is not None:
             return
+        self.device = reindex(self.device, "input")
         try:
-            self._stream = self._sd.InputStream(
-                device=self.device.index, samplerate=self.device_rate, channels=self.channels,
-                dtype="float32", blocksize=self.block_frames, latency=self.latency,
-                callback=self._callback,
-            )  # fmt: skip
+            with pulse_target("PULSE_SOURCE", self.device.pulse_name):  # a Pulse source: through "pulse"
+                self._stream = self._sd.InputStream(
+                    device=self.device.index, samplerate=self.device_rate, channels=self.channels,
+                    dtype="float32", blocksize=self.block_frames, latency=self.latency,
+                    callback=self._callback,
+                )  # fmt: skip
+            stream_opened()
             self._stream.start()
         except Exception as exc:  # sounddevice.PortAudioError, ValueError for bad settings
+            if self._stream is not None:
+                self._stream.close()
+                stream_closed()
             self._stream = None
             raise MicUnavailable(f"The microphone {self.device.name!r} could not be opened — "
                                  f"voice input is off ({exc})") from exc  # fmt: skip
@@ -117,11 +126,13 @@ class Microphone(Capture):
         if stream is not None:
             stream.abort()
             stream.close()
+            stream_closed()
         self._stop.set()
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=1.0)
         self._thread = None
+        self.release()
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "device_overflows": self.device_overflows}

@@ -1,12 +1,16 @@
-"""The Audio page of the settings dialog: speaker and microphone from the devices found, and spoken
-replies (on/off, Piper or espeak-ng, the voice of that engine, volume)."""
+"""The Audio page of the settings dialog: speaker and microphone from the devices found (by their
+own names; a test tone and a level meter to try them), and spoken replies (on/off, Piper or
+espeak-ng, the voice of that engine, volume)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSlider, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
+from desktop.media.device_check import MicLevel, ToneTest, real_mic, real_speaker
+from desktop.media.device_list import DeviceChoice, SoundDevices
 from desktop.settings import Settings
+from desktop.ui.settings_audio_check import MicCheck, ToneButton
 from desktop.ui.settings_form import Page, field_width
 
 ENGINES = {"piper": "Piper — natural voice", "espeak": "espeak-ng — fast, robotic"}
@@ -22,26 +26,44 @@ def _voices() -> dict[str, list[str]]:
 
 
 class AudioPage(Page):
-    """Speaker and microphone, from the devices the app found (none: audio is off), and how replies
-    are spoken. `voices` per engine default to what is installed (`list_voices()`)."""
+    """Speaker and microphone, from the devices the app found (none: audio is off), each with a
+    way to try it, and how replies are spoken. `devices`: a SoundDevices (or plain names for both);
+    `voices` per engine default to what is installed (`list_voices()`); `tone` and `mic_level`
+    default to the real speaker and microphone (tests pass ones over fake devices)."""
 
-    def __init__(self, s: Settings, devices: list[str], voices: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, s: Settings, devices: SoundDevices | list[str], voices: dict[str, list[str]] | None = None, *,
+                 tone: ToneTest | None = None, mic_level: MicLevel | None = None) -> None:
         super().__init__("Audio")
+        self.devices = devices if isinstance(devices, SoundDevices) else SoundDevices.from_names(list(devices))
         self.voices = voices if voices is not None else _voices()
+        outputs, inputs = self.devices.outputs, self.devices.inputs
         self.none = QLabel("No sound devices found — audio is off.")
         font = self.none.font()
         font.setBold(True)
         self.none.setFont(font)
         self.none.setContentsMargins(0, 0, 0, 6)
         self.form.addRow(self.none)
-        self.none.setVisible(not devices)
-        self.output = self._combo(devices, s.audio_output_device)
-        self.add("&Speaker (output):", "audio_output_device", self.output)
-        self.input = self._combo(devices, s.audio_input_device)
-        self.add("&Microphone (input):", "audio_input_device", self.input,
-                 "Used for voice and video calls. “System default” follows the computer's own choice.")
-        self.output.setEnabled(bool(devices))
-        self.input.setEnabled(bool(devices))
+        self.none.setVisible(not outputs and not inputs)
+        self.output = self._combo(outputs, s.audio_output_device, self.devices)
+        self.output_problem = self._problem()
+        self.tone = ToneButton(tone or ToneTest(real_speaker), self.output.currentData, self.output_problem)
+        self.add("&Speaker (output):", "audio_output_device",
+                 self._column(self._row(self.output, self.tone), self.output_problem), buddy=self.output)
+        self.fields["audio_output_device"] = self.output
+        self.input = self._combo(inputs, s.audio_input_device, self.devices)
+        self.input_problem = self._problem()
+        self.mic_check = MicCheck(mic_level or MicLevel(real_mic), self.input.currentData, self.input_problem)
+        self.add("&Microphone (input):", "audio_input_device",
+                 self._column(self._row(self.input, self.mic_check.button), self.mic_check, self.input_problem),
+                 "Used for voice and video calls. “System default” follows the computer's own choice.",
+                 buddy=self.input)
+        self.fields["audio_input_device"] = self.input
+        self.output.setEnabled(bool(outputs))
+        self.tone.setEnabled(bool(outputs))
+        self.input.setEnabled(bool(inputs))
+        self.mic_check.button.setEnabled(bool(inputs))
+        self.output.currentIndexChanged.connect(lambda _i: self.changed.emit())
+        self.input.currentIndexChanged.connect(lambda _i: (self.changed.emit(), self.mic_check.restart()))
 
         self.speak = QCheckBox("Speak &replies aloud")
         self.speak.setChecked(s.voice_enabled)
@@ -93,16 +115,54 @@ class AudioPage(Page):
         return combo
 
     @classmethod
-    def _combo(cls, devices: list[str], current: str | None) -> QComboBox:
-        """"System default" first; a saved device that is not plugged in stays listed, not lost."""
+    def _combo(cls, choices: tuple[DeviceChoice, ...], current: str | None, devices: SoundDevices) -> QComboBox:
+        """"System default" first, then the devices by name; a saved device that is not plugged in
+        stays listed, not lost."""
         combo = cls._wide_combo()
         combo.addItem("System default", None)
-        for name in devices:
-            combo.addItem(name, name)
-        if current is not None and current not in devices:
-            combo.addItem(f"{current} (not connected)", current)
+        for choice in choices:
+            combo.addItem(choice.label, choice.key)
+            if choice.label != choice.key:
+                combo.setItemData(combo.count() - 1, choice.key, Qt.ItemDataRole.ToolTipRole)
+        if current is not None and combo.findData(current) < 0:
+            combo.addItem(f"{devices.label_of(current)} (not connected)", current)
         combo.setCurrentIndex(0 if current is None else combo.findData(current))
         return combo
+
+    @staticmethod
+    def _row(combo: QComboBox, button: QWidget) -> QWidget:
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(combo)
+        row.addWidget(button)
+        row.addStretch(1)
+        return box
+
+    @staticmethod
+    def _column(*widgets: QWidget) -> QWidget:
+        box = QWidget()
+        column = QVBoxLayout(box)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(4)
+        for widget in widgets:
+            column.addWidget(widget)
+        return box
+
+    @staticmethod
+    def _problem() -> QLabel:
+        """Why a device could not be tried (red, hidden until then)."""
+        label = QLabel()
+        label.setWordWrap(True)
+        label.setStyleSheet("color: #c0392b;")
+        label.hide()
+        return label
+
+    def hideEvent(self, event: object) -> None:
+        """The dialog closed or another page shown: the microphone and the tone stop."""
+        self.mic_check.stop()
+        self.tone.stop()
+        super().hideEvent(event)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ spoken replies
 

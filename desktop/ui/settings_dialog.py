@@ -9,10 +9,11 @@ from typing import Any
 from pydantic import ValidationError
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QGridLayout, QLabel, QLineEdit, QTabWidget, QVBoxLayout, QWidget,
+    QComboBox, QDialog, QDialogButtonBox, QGridLayout, QLabel, QLineEdit, QStyle, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from desktop.settings import Settings
+from desktop.ui.settings_call import CallsPage
 from desktop.ui.settings_form import Page, hint
 from desktop.ui.settings_pages import ApiPage, AudioPage, CachePage, ModelPage, RecordingPage, SamplingPage
 from desktop.ui.settings_remote import RemotePage
@@ -32,7 +33,7 @@ class SettingsDialog(QDialog):
     applied = Signal(object)
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 sound_devices: list[str] | None = None, api_status: Any = None, page: str | None = None) -> None:
+                 sound_devices: Any = None, api_status: Any = None, page: str | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._current = settings  # what is in effect: the initial settings, then the last applied
@@ -41,7 +42,8 @@ class SettingsDialog(QDialog):
         self.api_page = ApiPage(settings, api_status)
         self.pages: list[Page] = [
             self.model_page, CachePage(settings), SamplingPage(settings),
-            AudioPage(settings, list(sound_devices or [])), RecordingPage(settings), self.api_page,
+            AudioPage(settings, sound_devices if sound_devices is not None else []), CallsPage(settings),
+            RecordingPage(settings), self.api_page,
             RemotePage(settings),
         ]
         layout = QVBoxLayout(self)  # children in visual order: the focus chain follows it
@@ -78,7 +80,9 @@ class SettingsDialog(QDialog):
             status.addWidget(label, 0, 0)
         layout.addLayout(status)
 
-        size = QSize(max(self.sizeHint().width(), 640), self.sizeHint().height())
+        tabs = self.tabs.tabBar().sizeHint().width() + 2 * self.tabs.style().pixelMetric(
+            QStyle.PixelMetric.PM_DefaultFrameWidth) + layout.contentsMargins().left() + layout.contentsMargins().right()
+        size = QSize(max(self.sizeHint().width(), 640, tabs), self.sizeHint().height())  # every tab in sight
         self.setMinimumSize(size)
         self.resize(size)
         self._changed()

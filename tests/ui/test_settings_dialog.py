@@ -52,7 +52,7 @@ def test_shows_current_values(make, tmp_path):
                  recording_enabled=True, retention_days=9, max_storage_gb=1.5, api_server_enabled=True,
                  api_port=9001, remote_workers=[{"url": "http://gpu.lan:8080", "model": "m", "api_key": "k"}])
     dlg = make(s)
-    model, cache, sampling, audio, recording, api, remote = dlg.pages
+    model, cache, sampling, audio, _calls, recording, api, remote = dlg.pages
     assert model.local.isChecked() and model.path.text() == str(tmp_path)
     assert (model.device.currentText(), model.dtype.currentText()) == ("cuda:1", "bfloat16")
     assert (model.workers.value(), model.slots.value()) == (3, 6)
@@ -230,7 +230,7 @@ def test_seed_empty_is_random_and_letters_cannot_be_typed(make, qtbot):
 def test_apply_keeps_the_dialog_open_and_tracks_changes(make, qtbot):
     dlg = make()
     assert not dlg.apply_button.isEnabled()
-    dlg.pages[5].port.setValue(9100)
+    dlg.pages[6].port.setValue(9100)
     assert dlg.apply_button.isEnabled()
     with qtbot.waitSignal(dlg.applied) as sig:
         qtbot.mouseClick(dlg.apply_button, Qt.MouseButton.LeftButton)
@@ -372,7 +372,7 @@ def test_long_error_wraps_and_the_dialog_grows(make, qtbot, tmp_path, screenshot
 
 def test_spin_box_ranges_come_from_the_pydantic_bounds(make):
     dlg = make()
-    model, cache, sampling, _, recording, api = dlg.pages[:6]
+    model, cache, sampling, _, _calls, recording, api = dlg.pages[:7]
     assert (api.port.minimum(), api.port.maximum()) == (1024, 65535)
     assert (model.workers.minimum(), model.workers.maximum()) == (1, 16)
     assert (cache.budget.minimum(), cache.budget.maximum()) == (16, 1_000_000)

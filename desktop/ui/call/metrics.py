@@ -21,6 +21,12 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f} ms"
 
 
+def _gaps(m: TurnMetrics) -> str:
+    if m.underruns is None:
+        return "—"
+    return "0" if not m.underruns else f"{m.underruns} · {max(m.drift_ms or 0.0, 0.0):,.0f} ms"
+
+
 def _tokens(value: int) -> str:
     return f"{value:,}"
 
@@ -35,8 +41,9 @@ COLUMNS: tuple[tuple[str, str, Callable[[TurnMetrics], str]], ...] = (
     ("TTFT", "Time to the reply's first token", lambda m: _ms(m.ttft_ms)),
     ("Voice", "First sound: from the reply's first words to their first sound (the voice's share)",
      lambda m: _ms(m.first_sound_ms)),
-    ("Gaps", "Times the speaker ran dry while the reply played; drift: playing time beyond the audio's length",
-     lambda m: "—" if m.underruns is None else f"{m.underruns} · {m.drift_ms:+,.0f} ms"),
+    ("Gaps", "Times the speaker ran dry while the reply played, and the silence they added "
+             "(how much longer than its audio the reply took to play)",
+     _gaps),
     ("Cached", "Tokens of the call reused from the KV cache", lambda m: _tokens(m.cached_tokens)),
     ("New", "Tokens the model read for this turn", lambda m: _tokens(m.new_tokens)),
     ("KV", "Tokens in the call's KV cache after the reply", lambda m: _tokens(m.kv_tokens)),

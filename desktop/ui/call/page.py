@@ -44,6 +44,7 @@ class CallPage(QWidget):
     status = Signal(str)
     recording = Signal(str)  # from any thread: "● Recording", a warning (recording stopped) or "" (not recording)
     _event = Signal(object)  # (call, CallEvent) from the call's threads to this (Qt) thread
+    saved = Signal(str)  # the title of the conversation the ended call was saved as (in Chat)
 
     def __init__(self, start_call: StartCall, mic_status: MicStatus, parent: QWidget | None = None, *,
                  cameras: Any = None, camera_fps: int = 15) -> None:  # fmt: skip
@@ -58,6 +59,7 @@ class CallPage(QWidget):
         self._told_no_mic = False  # the notice says why Ctrl+Enter started no call
         self._cancel_start = False
         self._began = 0.0
+        self._saved_note = ""  # where the last call went in Chat, once it is saved
 
         self.indicator = PhaseIndicator()
         self.clock = QLabel()
@@ -131,6 +133,7 @@ class CallPage(QWidget):
         c = self.controls
         c.call_button.clicked.connect(self.toggle_call)
         c.mode.currentIndexChanged.connect(lambda _i: self._mode_changed())
+        c.mode.activated.connect(lambda _i: self._mode_chosen())
         c.mute.toggled.connect(self._mute)
         c.pause.clicked.connect(self._pause_or_resume)
         c.listen.clicked.connect(lambda: self.call is not None and self.call.force_listen())
@@ -139,6 +142,7 @@ class CallPage(QWidget):
         self.camera.button.clicked.connect(self._camera_clicked)
         self._event.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
         self.recording.connect(self._show_recording, Qt.ConnectionType.QueuedConnection)
+        self.saved.connect(self._show_saved, Qt.ConnectionType.QueuedConnection)
         keys = {shortcuts.sequence("call"), QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Return)}
         for seq in keys:  # Enter is Return and the keypad's Enter alike (see shortcuts.py)
             sc = QShortcut(seq, self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -188,6 +192,7 @@ class CallPage(QWidget):
         if self.stage is not Stage.IDLE or self.mic_problem is not None:
             return
         self.stage, self._cancel_start = Stage.STARTING, False  # now: a second click cannot start twice
+        self._saved_note = ""
         self.notice.clear()
         self.transcript.log.clear()
         self.transcript.refresh()
@@ -275,7 +280,21 @@ class CallPage(QWidget):
             minutes = getattr(getattr(call, "state", None), "idle_timeout_s", None)
             after = f"after {minutes / 60:.0f} minutes" if minutes and minutes >= 120 else "after a while"
             self.notice.show_info(f"The call ended: nobody spoke {after}.")
+        self._tell_saved()
         self.status.emit("Call ended")
+
+    def _show_saved(self, title: str) -> None:
+        """The ended call is a conversation in Chat now (this may come before or after the page
+        has seen the call end): say where, beside how it ended."""
+        self._saved_note = f"It is in Chat as “{title}”: type there to go on."
+        if self.stage is Stage.IDLE and self.call is None:
+            self._tell_saved()
+        self.status.emit(f"Call saved in Chat: {title}")
+
+    def _tell_saved(self) -> None:
+        shown = self.notice.text
+        if self._saved_note and not self.notice.error and self._saved_note not in shown:
+            self.notice.show_info(f"{shown or 'The call ended.'} {self._saved_note}")
 
     def _show_recording(self, text: str) -> None:
         """The recording sign beside the call's clock; a warning when recording had to stop."""
@@ -367,6 +386,12 @@ class CallPage(QWidget):
             self.call.set_mode(self.mode)
             self.status.emit(f"Mode: {self.controls.mode.currentText()}")
         self._sync()
+
+    def _mode_chosen(self) -> None:
+        """The user picked push-to-talk in the dropdown: the page takes the focus, so that Space
+        talks at once (left in the dropdown, Space would open its list again)."""
+        if self.mode is CallMode.PUSH_TO_TALK:
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _mute(self, on: bool) -> None:
         if self.call is None:
