@@ -77,6 +77,7 @@ def test_a_recorded_call(tmp_path, disk):
         await frames(10, False)
         await until(lambda: call.phase is CallPhase.SPEAKING)
         second = call.turns[1]
+        await until(lambda: second.ttft_ms is not None)  # its first audio can come before the reply's Done
         assert second.user_text == "Stop, another one." and second.cached_tokens > 0  # the call went on
         await until(lambda: call.phase is CallPhase.LISTENING)
         await call.end()
