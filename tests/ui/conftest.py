@@ -34,6 +34,7 @@ def collect_qt_garbage_here():
 @pytest.fixture
 def aloop(qapp, monkeypatch):
     """A qasync loop; `aloop.run(coro, timeout)` runs a coroutine while Qt events are processed."""
+    qapp.setQuitOnLastWindowClosed(False)  # as the app sets it: a bubble deleted last never quits the loop
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     errors: list = []

@@ -9,23 +9,11 @@ cache switched off."""
 from __future__ import annotations
 
 import pytest
-from worker_helpers import chat, make_client
+from worker_helpers import A, S, U, chat, make_client
 
-from desktop.model.messages import Message
 from desktop.protocol.reasons import SENTENCES, CacheReason, label_of, reason_of, sentence_of
 
 pytestmark = pytest.mark.hardening
-
-S = Message("system", "You are a helpful assistant.")
-
-
-def U(text: str) -> Message:
-    return Message("user", text)
-
-
-def A(text: str) -> Message:
-    return Message("assistant", text)
-
 
 def reason(done) -> CacheReason:
     got = reason_of(done.stats.miss_reason, done.stats.kind)

@@ -5,22 +5,10 @@ not "edited", an edit is "edited", a regenerate is a hit."""
 from __future__ import annotations
 
 import pytest
-from worker_helpers import chat, make_client
+from worker_helpers import A, S, U, chat, make_client
 
-from desktop.model.messages import Message
 
 pytestmark = pytest.mark.hardening
-
-S = Message("system", "You are a helpful assistant.")
-
-
-def U(text: str) -> Message:
-    return Message("user", text)
-
-
-def A(text: str) -> Message:
-    return Message("assistant", text)
-
 
 def test_reasons_of_shared_prefix_reuse(tiny_lm):
     client = make_client(tiny_lm, num_slots=2)

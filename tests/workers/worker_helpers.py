@@ -75,6 +75,17 @@ class CtrlC:
         FastLlama.on_layer = self._saved
 
 
+S = Message("system", "You are a helpful assistant.")
+
+
+def U(text: str) -> Message:
+    return Message("user", text)
+
+
+def A(text: str) -> Message:
+    return Message("assistant", text)
+
+
 def make_client(lm: LoadedModel, **config) -> LocalClient:
     """A LocalClient whose worker's integrity is checked after every step."""
     return LocalClient(lm, WorkerConfig(**config), on_step=lambda w: w.check_integrity())

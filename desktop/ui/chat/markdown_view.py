@@ -110,16 +110,9 @@ class MarkdownView(QTextBrowser):
     def _break_lines(self) -> None:
         """Each BREAK_MARK with the space of the soft break after it becomes a line separator: a
         new line in the same paragraph (a Markdown hard break would start a spaced-out block)."""
-        doc = self.document()
         if "\n" not in self._source and "\r" not in self._source:
             return  # one line: nothing to break
-        edit = QTextCursor(doc)
-        edit.beginEditBlock()
-        found = doc.find(BREAK_MARK + " ")
-        while not found.isNull():
-            found.insertText(LINE_BREAK)
-            found = doc.find(BREAK_MARK + " ", found)
-        edit.endEditBlock()
+        break_lines(self.document())
 
     def _defuse(self) -> None:
         """Links that may open keep their look and show their whole address on hover; any other
@@ -210,3 +203,15 @@ class MarkdownView(QTextBrowser):
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         event.ignore()  # scrolling belongs to the message list around us
+
+
+def break_lines(doc: QTextDocument) -> None:
+    """In a document made from keep_line_breaks() text: each BREAK_MARK with the soft break's space
+    after it becomes a line separator (a new line in the same paragraph), as one undo step."""
+    edit = QTextCursor(doc)
+    edit.beginEditBlock()
+    found = doc.find(BREAK_MARK + " ")
+    while not found.isNull():
+        found.insertText(LINE_BREAK)
+        found = doc.find(BREAK_MARK + " ", found)
+    edit.endEditBlock()

@@ -266,10 +266,7 @@ class ChatPage(PageActions, QWidget):
         if widget is None:
             return
         self.speech.silence()
-        try:
-            self.store.save(self.conv)
-        except OSError as exc:
-            self.status.emit(f"Could not save the conversation: {exc.strerror or exc}")
+        self._save_shown()
         widget.set_text(msg.content)
         widget.request_id = None  # its own (a version's spoken audio), from its stats
         widget.set_stats(msg.stats)
@@ -279,16 +276,20 @@ class ChatPage(PageActions, QWidget):
         self.refresh_list()
         self.status.emit(f"Showing version {msg.shown + 1} of {count(msg)} of the reply")
 
+    def _save_shown(self) -> None:
+        """Save the conversation after the user switched what it shows (a version, a branch)."""
+        try:
+            self.store.save(self.conv)
+        except OSError as exc:
+            self.status.emit(f"Could not save the conversation: {exc.strerror or exc}")
+
     def show_branch(self, index: int, to: int) -> None:
         """Show branch `to` (0-based) of the edited user message `index`: the messages after it
         become that branch's; the next turn continues from them."""
         if self.busy or not branches.switch(self.conv, index, to):
             return
         self.speech.silence()
-        try:
-            self.store.save(self.conv)
-        except OSError as exc:
-            self.status.emit(f"Could not save the conversation: {exc.strerror or exc}")
+        self._save_shown()
         self.view.clear_notice()
         self.view.show_from(index, self.conv.messages)
         self.speech.refresh()

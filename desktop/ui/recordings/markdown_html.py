@@ -8,8 +8,8 @@ import re
 
 from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
 
-from desktop.ui.chat.markdown_view import MARKDOWN
-from desktop.ui.chat.soft_breaks import BREAK_MARK, LINE_BREAK, keep_line_breaks
+from desktop.ui.chat.markdown_view import MARKDOWN, break_lines
+from desktop.ui.chat.soft_breaks import keep_line_breaks
 
 _BODY = re.compile(r"<body[^>]*>(.*)</body>", re.DOTALL)
 _PLAIN = re.compile(r"[\\`*_#>|\[\]<~!-]|^\s*\d+[.)]\s", re.MULTILINE)  # what can make Markdown of a text
@@ -26,14 +26,8 @@ def markdown_html(text: str) -> str:
         return plain_html(text)  # nothing to render: no document needed
     doc = QTextDocument()
     doc.setMarkdown(keep_line_breaks(text), MARKDOWN)
-    edit = QTextCursor(doc)
-    edit.beginEditBlock()
-    found = doc.find(BREAK_MARK + " ")
-    while not found.isNull():
-        found.insertText(LINE_BREAK)
-        found = doc.find(BREAK_MARK + " ", found)
+    break_lines(doc)
     _unload_images(doc)
-    edit.endEditBlock()
     m = _BODY.search(doc.toHtml())
     return m.group(1).strip() if m else plain_html(text)
 
