@@ -85,6 +85,7 @@ class HostileServer:
                 await reader.readexactly(length)
                 if path == "/v1/chat/completions":
                     self.asked += 1
+                    self.reader = reader  # a reply that waits for the client to hang up reads it
                     await self.routes[path](writer)
                     return
                 await self.routes.get(path, answer({"error": {"message": "not here"}}, "404 Not Found"))(writer)

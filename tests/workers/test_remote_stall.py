@@ -18,77 +18,33 @@ from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, WorkerState, Wo
 from desktop.workers.remote.host import RemoteHost
 from desktop.workers.remote.outcome import STALLED
 from desktop.workers.remote.spec import RemoteSpec
+from hostile_server import SSE_HEAD, HostileServer, chunk, end
 
-CHUNK = "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "Hi"}}]}) + "\n\n"
-END = ("data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                              "usage": {"prompt_tokens": 3, "completion_tokens": 1}}) + "\n\ndata: [DONE]\n\n")
+CHUNK, END = chunk("Hi"), end()
 
-
-class ScriptedServer:
-    """/health and /v1/models answer; /v1/chat/completions does what `mode` says:
-    "no_head" (never answers), "silent" (answers the head, then nothing), "one_line" (one
+class ScriptedServer(HostileServer):
+    """The hostile server's healthy /health and /v1/models; /v1/chat/completions does what `mode`
+    says: "no_head" (never answers), "silent" (answers the head, then nothing), "one_line" (one
     content line, then nothing), "whole" (a whole short reply). `hung_up` counts the reply
     connections the client closed."""
 
     def __init__(self) -> None:
-        self.mode, self.hung_up = "whole", 0
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        assert self.ready.wait(5)
+        self.mode = "whole"
+        super().__init__()
+        self.routes["/v1/chat/completions"] = self._reply
 
-    def _run(self) -> None:
-        async def main() -> None:
-            self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-            self.url = "http://127.0.0.1:%d" % self.server.sockets[0].getsockname()[1]
-            self.ready.set()
-            async with self.server:
-                await self.server.serve_forever()
-        try:
-            self.loop.run_until_complete(main())
-        except asyncio.CancelledError:
-            pass
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode().split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                length = next((int(v) for k, _, v in (h.partition(": ") for h in lines[1:]) if k.lower() == "content-length"), 0)
-                await reader.readexactly(length)
-                if path == "/v1/chat/completions":
-                    await self._reply(reader, writer)
-                    return
-                body = json.dumps({"status": "ok"} if path == "/health" else {"data": [{"id": "scripted"}]}
-                                  if path == "/v1/models" else {"error": {"message": "not here"}}).encode()
-                status = "404 Not Found" if path not in ("/health", "/v1/models") else "200 OK"
-                writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    async def _reply(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _reply(self, writer: asyncio.StreamWriter) -> None:
         if self.mode != "no_head":
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            writer.write(SSE_HEAD)
         if self.mode in ("one_line", "whole"):
-            writer.write(CHUNK.encode())
+            writer.write(CHUNK)
         if self.mode == "whole":
-            writer.write(END.encode())
+            writer.write(END)
             await writer.drain()
             return
         await writer.drain()
-        await reader.read()  # b"" once the client hangs up; this server never sends more
+        await self.reader.read()  # b"" once the client hangs up; this server never sends more
         self.hung_up += 1
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.server.close)
-        for task in asyncio.all_tasks(self.loop):
-            self.loop.call_soon_threadsafe(task.cancel)
-        self.thread.join(5)
 
 
 @pytest.fixture
@@ -147,16 +103,16 @@ def test_a_slow_but_steady_stream_is_not_cut(scripted):
     """Lines that keep coming, each within the window, are a reply being written, however long it takes."""
     server, host, seen = scripted
 
-    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+    async def slow(writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD)
         for _ in range(4):  # as many as the request's max_tokens
             await asyncio.sleep(0.3)  # well under the 0.8 s window each time; 1.2 s in all
-            writer.write(CHUNK.encode())
+            writer.write(CHUNK)
             await writer.drain()
-        writer.write(END.encode())
+        writer.write(END)
         await writer.drain()
 
-    server._reply = slow
+    server.routes["/v1/chat/completions"] = slow
     events, took = ask(host, seen, "slow")
     assert isinstance(events[-1], Done), events[-1]
     assert events[-1].text == "Hi" * 4 and took >= 1.2
