@@ -74,6 +74,13 @@ class HostileServer:
             self.loop.run_until_complete(main())
         except asyncio.CancelledError:
             pass
+        finally:  # the connections' handlers end here, not when the collector finds them later
+            pending = asyncio.all_tasks(self.loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
