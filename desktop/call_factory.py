@@ -13,6 +13,7 @@ from typing import Any, Callable
 from desktop.engine.call import Call
 from desktop.engine.call_video import VideoFeed
 from desktop.errors import OmnideskError
+from desktop.media.clock import Clock, RealClock
 from desktop.engine.call_state import CallMode, CallPhase
 from desktop.settings import Settings
 
@@ -30,10 +31,10 @@ class CallFactory:
     def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings], *,
                  recordings: Any = None, model: Callable[[], str | None] = lambda: None,
                  sees_images: Callable[[], bool] = lambda: False, store: Any = None,
-                 clock: Any = None) -> None:  # fmt: skip
+                 clock: Clock = RealClock()) -> None:  # fmt: skip
         self.gateway, self.voice, self.settings = gateway, voice, settings
         self.recordings, self.model, self.sees_images = recordings, model, sees_images
-        self.store, self.clock = store, clock  # clock: the calls' (tests: a virtual one); None: real time
+        self.store, self.clock = store, clock  # clock: the calls' (tests: a virtual one)
         self.on_recording: Callable[[str], None] = lambda text: None
         self.on_saved: Callable[[Any], None] = lambda conversation: None
         self._asr: Any = None  # Whisper, loaded on the first call
@@ -73,7 +74,7 @@ class CallFactory:
         video = VideoFeed(rate_hz=settings.camera_frames_per_s, max_in_context=settings.camera_max_frames)
         call = Call(self.gateway, parts.mic, voice, parts.detector, parts.transcriber,
                     canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s, video=video,
-                    **({"clock": self.clock} if self.clock is not None else {}))
+                    clock=self.clock)
         call.listeners.append(lambda event: untap() if event.kind == "ended" else None)
         call.listeners.append(lambda event: self._save(call) if event.kind == "ended" else None)
         try:

@@ -93,8 +93,9 @@ def stats_text(snap: dict) -> str:
     lines = [f"Requests: {requests}" + (f" ({errors} failed)" if errors else "")]
     if requests:
         share = f" ({100.0 * cached / prompt:.0f}%)" if prompt else ""
-        history, reused = int(snap.get("history_tokens", 0)), int(snap.get("reused_history_tokens", 0))
-        hits = f"{100.0 * reused / history:.0f}% of {history:,} history tokens reused" if history else "no history yet"
+        history = int(snap.get("history_tokens", 0))
+        hits = (f"{100.0 * float(snap.get('cache_hit_rate', 0.0)):.0f}% of {history:,} history tokens reused"
+                if history else "no history yet")
         lines += [f"Cache hits: {hits}",
                   f"Prompt tokens: {prompt:,} in all, {cached:,} from the cache{share}",
                   f"Reply tokens: {int(snap.get('generated_tokens', 0)):,}",

@@ -88,8 +88,8 @@ class TerminalConversation:
         """The messages to send (as the window sends them); `images`: whether the model sees
         them (else a message's images are left out and its text is sent alone)."""
         messages = request_messages(self.conv)
-        if images:
-            return messages
+        if images:  # the stored images read and decoded (only the store's own files, as the window does)
+            return self.store.images.resolve(messages)
         for m in messages:
             if isinstance(m["content"], list):
                 m["content"] = next((p["text"] for p in m["content"] if p.get("type") == "text"), "")

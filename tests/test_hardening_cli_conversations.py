@@ -150,3 +150,24 @@ def test_ctrl_c_during_a_reply_stops_it_and_keeps_what_was_written(monkeypatch, 
     (conv,) = saved()
     assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]
     assert conv.messages[1].content and conv.messages[1].stats["finish_reason"] in ("stopped", "cancelled")
+
+
+def test_a_resumed_conversation_with_images_sends_them_to_a_model_that_sees(tmp_path):
+    """A conversation from the window with a stored image: the terminal chat reads the image from
+    the store (request parts carry no file paths, which the model's door refuses)."""
+    import io
+
+    from PIL import Image
+
+    from desktop.cli_conversation import TerminalConversation
+    from desktop.model.images import ImageData
+    from desktop.model.messages import parse_messages
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(buf, format="PNG")
+    store = ConversationStore(tmp_path / "conversations")
+    stored = store.images.add(ImageData.from_bytes(buf.getvalue()))
+    chat = TerminalConversation.start(store, "")
+    chat.conv.messages.append(StoredMessage(role="user", content="What is this?", images=[str(stored)]))
+    msgs = parse_messages(chat.request(images=True))
+    assert len(msgs[-1].images) == 1 and (msgs[-1].images[0].width, msgs[-1].images[0].height) == (8, 8)

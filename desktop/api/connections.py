@@ -22,7 +22,6 @@ class Gate:
         self.served: dict[LimitedHttpProtocol, None] = {}
         self.waiting: set[LimitedHttpProtocol] = set()
         self.dropped = 0  # connections closed at once: even the waiting room was full
-        self.evicted = 0  # idle connections closed to serve a new one
 
     def evict_idle(self) -> bool:
         """Close the oldest served connection that is waiting for a request and has sent none of
@@ -30,7 +29,6 @@ class Gate:
         for conn in self.served:
             if conn.idle:
                 del self.served[conn]
-                self.evicted += 1
                 conn.transport.abort()
                 return True
         return False

@@ -147,14 +147,21 @@ class ConversationStore:
                 conv = Conversation.from_dict(load_json(path, MAX_FILE_BYTES), _mtime(path))
                 if conv.id != path.stem:
                     raise ValueError(f"its id {shorten(conv.id)!r} does not match the file name")
-                for m in conv.messages:  # only the image store's own files are ever read as images
-                    m.images = [self.images.adopt(p) for p in m.images]
+                self._adopt_images(conv.messages)
             except Exception as exc:  # noqa: BLE001 - whatever is wrong with one file, the others load
                 problems.append((path, str(exc) if isinstance(exc, (OSError, ValueError)) else repr(exc)))
                 continue
             self._convs[conv.id] = conv
         if problems:
             self._set_aside(problems)
+
+    def _adopt_images(self, messages: list[StoredMessage]) -> None:
+        """Point every image of these messages, and of their branches, into the image store: only
+        its own files are ever read as images (a file may name any path)."""
+        for m in messages:
+            m.images = [self.images.adopt(p) for p in m.images]
+            for branch in m.branches:
+                self._adopt_images(branch.messages)
 
     def _set_aside(self, problems: list[tuple[Path, str]]) -> None:
         """Move unreadable files to set-aside/ (never delete them) and word the notice."""

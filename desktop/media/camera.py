@@ -56,9 +56,17 @@ def camera_problem(device: int | str | None = None) -> str | None:
     could block the open forever."""
     if isinstance(device, str) and not device.isdigit():
         return device_problem(device)
-    if os.name == "posix" and Path("/dev").is_dir() and not any(Path("/dev").glob("video*")):
+    if os.name == "posix" and Path("/dev").is_dir() and not camera_nodes():
         return "No camera found"
     return None
+
+
+def camera_nodes() -> list[str]:
+    """The camera devices Linux shows (/dev/video*, those the system lists as cameras where it
+    has /sys/class/video4linux), in order; [] elsewhere."""
+    dev = Path("/dev")
+    nodes = sorted(dev.glob("video*"), key=lambda p: (len(p.name), p.name)) if dev.is_dir() else []
+    return [str(p) for p in nodes if device_problem(str(p)) is None]
 
 
 def device_problem(path: str) -> str | None:

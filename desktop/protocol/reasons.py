@@ -27,11 +27,6 @@ class CacheReason(str, Enum):
     def sentence(self) -> str:
         return SENTENCES[self]
 
-    @property
-    def reused_all(self) -> bool:
-        """Whether the reason says the whole history came from the cache."""
-        return self in (CacheReason.CACHED, CacheReason.EDITED)
-
 
 SENTENCES: dict[CacheReason, str] = {
     CacheReason.CACHED: "Everything before your message came from the cache; only the new message was read.",

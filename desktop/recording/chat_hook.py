@@ -40,7 +40,7 @@ class ChatRecording:
         self.voice = voice
         self.sessions: dict[str, _Open] = {}
         self.spoken: dict[str, tuple[SessionRecorder, int]] = {}  # request id → (recorder, turn) of a reply
-        self._heard_from: list[Any] = []  # the voices listened to (a new Voice comes with new settings)
+        self._heard: tuple[Any, Callable[[Any], None]] | None = None  # the Voice listened to, and how
         self._lock = threading.Lock()  # `spoken`: the loop adds, the voice's thread takes
 
     def observe(self, reply: Any) -> None:
@@ -110,10 +110,18 @@ class ChatRecording:
                     self.spoken.pop(next(iter(self.spoken)))
 
     def _listen_to_voice(self) -> None:
+        """Listen to the chat's current Voice (a new one comes with new audio settings); the one
+        before is let go, so that it and its audio are not kept alive."""
         voice = self.voice()
-        if voice is not None and getattr(voice, "available", False) and voice not in self._heard_from:
-            self._heard_from.append(voice)
-            voice.add_listener(lambda event, voice=voice: self._voice_event(voice, event))
+        if voice is None or not getattr(voice, "available", False):
+            return
+        if self._heard is not None:
+            if self._heard[0] is voice:
+                return
+            self._heard[0].remove_listener(self._heard[1])
+        listener = lambda event, voice=voice: self._voice_event(voice, event)  # noqa: E731
+        voice.add_listener(listener)
+        self._heard = (voice, listener)
 
     def _voice_event(self, voice: Any, event: Any) -> None:
         """A reply finished playing (on the voice's thread): its audio, as far as it was heard,

@@ -23,7 +23,7 @@ MAX_META_BYTES = 1 << 20
 MAX_PROBLEMS = 50  # said one by one; the rest as a count
 MEDIA_KINDS = frozenset(("audio", "frame"))  # kept as chunks and frames, not as events
 _FOLDER = re.compile(r"^(\d{8}-\d{6})-(call|chat)-([0-9a-f]{8})$")
-__all__ = ["Event", "Frame", "Recording", "RecordingError", "Turn", "build_turns", "open_recording", "read_events"]
+__all__ = ["Event", "Frame", "Recording", "RecordingError", "Turn", "open_recording", "read_events"]
 
 
 class RecordingError(OmnideskError):
@@ -70,7 +70,7 @@ class Recording:
 
     @property
     def duration(self) -> float:
-        ends = [self.user.duration, self.ai.duration, self.span, max((e.t for e in self.events), default=0.0)]
+        ends = [self.user.duration, self.ai.duration, self.span]  # span: the latest time of any event
         ended = epoch(self.meta.get("ended_at"))
         if ended is not None and ended >= self.started_at > 0:
             ends.append(ended - self.started_at)
@@ -195,14 +195,6 @@ def _chunk(folder: Path, e: Event) -> Chunk | str:
     if start is None or duration is None or hz is None:
         return f"audio chunk {str(name)[:80]!r} has no valid start, duration or rate (skipped)"
     return Chunk(path, start, duration, hz)
-
-
-def build_turns(folder: Path, events: list[Event]) -> list[Turn]:
-    """The turns of `events` (see TurnBuilder)."""
-    builder = TurnBuilder(lambda name: inside(folder, name))
-    for e in events:
-        builder.add(e.t, e.kind, e.data)
-    return builder.turns()
 
 
 def _rate(value: Any, chunks: list[Chunk], default: int) -> int:

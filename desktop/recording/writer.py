@@ -24,6 +24,7 @@ from desktop.recording.lanes import HOLD_MAX_S, Lane, WriterPool, shared_pool
 from desktop.recording.paths import (
     AI_AUDIO, FORMAT_VERSION, META, TIMELINE, USER_AUDIO, USER_FRAMES, USER_IMAGES, chunk_name, new_folder,
 )
+from desktop.recording.turns import TEXT_KINDS
 
 log = logging.getLogger(__name__)
 MAX_PENDING_BYTES = 64 << 20  # audio/frames waiting for the disk; beyond it new chunks are dropped (noted)
@@ -34,7 +35,6 @@ _GROUP = {"user": "audio", "ai": "audio", "frame": "frame"}
 # What a hold lets wait. An audio chunk never waits: a kill just as a second one came would lose
 # both (the waiting one could not be written in time), so a chunk ends the hold; one frame may.
 WAITING_MAX = {"audio": 0, "frame": 1}
-SAID = frozenset(("user_text", "user_partial", "assistant_delta", "assistant_text"))  # a session with none is empty
 
 _live: dict[Path, SessionRecorder] = {}  # folders open in this process (retention leaves them alone)
 _live_lock = threading.Lock()
@@ -128,7 +128,7 @@ class SessionRecorder:
         """A timeline line `{"t", "kind", **fields}` (t: session seconds, default now)."""
         if not self.recording:
             return
-        if kind in SAID:
+        if kind in TEXT_KINDS:  # a session with none of these is empty
             self.said += 1
         self._timeline.submit(self._append, {"t": round(self.now() if t is None else t, 4), "kind": kind, **fields})
         if kind == "user_text" and not self.meta["first_words"] and str(fields.get("text", "")).strip():

@@ -3,24 +3,16 @@ and the camera of a video call (which one, its preview rate, and the frames the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtWidgets import QComboBox
 
 from desktop.engine.call_state import CallMode
+from desktop.media.camera import camera_nodes
 from desktop.settings import Settings
 from desktop.ui.settings_form import Page, field_width, float_spin, int_spin
 
 MODES = {CallMode.DUPLEX: "Full duplex — talk any time", CallMode.TURNS: "Turn-taking",
          CallMode.PUSH_TO_TALK: "Push-to-talk — hold Space"}
 FIRST_CAMERA = "First camera found"
-
-
-def camera_nodes() -> list[str]:
-    """The cameras Linux shows (/dev/video*), in order; [] elsewhere."""
-    dev = Path("/dev")
-    nodes = sorted(dev.glob("video*"), key=lambda p: (len(p.name), p.name)) if dev.is_dir() else []
-    return [str(p) for p in nodes]
 
 
 class CallsPage(Page):

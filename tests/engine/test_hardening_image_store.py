@@ -135,3 +135,18 @@ def test_reading_images_from_a_drive_that_stops_answering_is_given_up(tmp_path, 
             run(main(), timeout=10)
     finally:
         release.set()
+
+
+def test_images_inside_kept_branches_read_as_missing_too(tmp_path):
+    """A branch kept under an edited message names its own images: they are pointed into the store
+    as well, so switching to that branch never reads a file from elsewhere."""
+    root = tmp_path / "conversations"
+    root.mkdir(parents=True)
+    branch = {"messages": [{"role": "user", "content": "first try", "images": ["/etc/passwd"]},
+                           {"role": "assistant", "content": "ok"}]}
+    data = {"version": 1, "id": "c1", "title": "t",
+            "messages": [{"role": "user", "content": "second try", "branches": [branch], "branch": 1}]}
+    (root / "c1.json").write_text(json.dumps(data))
+    store = ConversationStore(root)
+    kept = store.get("c1").messages[0].branches[0].messages[0]
+    assert kept.images and all(p.startswith(str(store.images.root)) for p in kept.images), kept.images

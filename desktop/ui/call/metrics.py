@@ -24,7 +24,7 @@ def _ms(value: float | None) -> str:
 def _gaps(m: TurnMetrics) -> str:
     if m.underruns is None:
         return "—"
-    return "0" if not m.underruns else f"{m.underruns} · {max(m.drift_ms or 0.0, 0.0):,.0f} ms"
+    return "0" if not m.underruns else f"{m.underruns} · {(m.drift_ms or 0.0):,.0f} ms"
 
 
 def _tokens(value: int) -> str:

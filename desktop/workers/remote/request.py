@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from desktop.protocol import MatchKind, TokenStats
+from desktop.protocol.reasons import CacheReason
 from desktop.workers.remote.outcome import Accounting, Budget
 from desktop.workers.remote.reading import Lines
 
@@ -41,5 +42,5 @@ def ended_stats(run: Running, acc: Accounting, holds: bool, context: int, reason
     cached = min(acc.cached or 0, prompt)
     return TokenStats(input_tokens=prompt, cached_tokens=cached, generated_tokens=generated,
                       kind=acc.kind(holds) if cached else MatchKind.MISS.value,
-                      miss_reason="" if cached else "the server reused nothing", prefill_ms=acc.prefill_ms,
+                      miss_reason="" if cached else CacheReason.REMOTE_MISS.value, prefill_ms=acc.prefill_ms,
                       ttft_ms=acc.ttft_ms, decode_ms=acc.decode_ms, finish_reason=reason, slot=run.slot)

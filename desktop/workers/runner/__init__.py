@@ -34,4 +34,4 @@ def make_runner(loaded: Any, config: Any) -> Runner:
 
     return StaticRunner(loaded.model, config.num_slots, loaded.kv_bytes_per_token,
                         steps="bucketed" if choice == "static-bucketed" else "auto",
-                        budget_bytes=getattr(config, "kv_budget_bytes", 1 << 62))
+                        budget_bytes=config.kv_budget_bytes)
