@@ -10,6 +10,7 @@ from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QLabel,
     QLineEdit,
     QListView,
@@ -100,8 +101,8 @@ class ConversationList(QWidget):
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._menu)
         self.view.selectionModel().currentChanged.connect(self._current_changed)
-        # while searching, a click on the row already open opens it again: at the match
-        self.view.clicked.connect(lambda index: self.search.text().strip() and self._current_changed(index, None))
+        self._pressed_new = False  # the press of this click made its row current (and opened it)
+        self.view.clicked.connect(self._clicked)
         self.view.delete_pressed.connect(lambda: self.current_id() and self.delete_requested.emit(self.current_id()))
         layout.addWidget(self.view, 1)
         self.empty = QLabel("No conversations yet")
@@ -161,8 +162,16 @@ class ConversationList(QWidget):
 
     def _current_changed(self, current, _previous) -> None:
         conv_id = self.model.id_at(current.row())
+        self._pressed_new = QApplication.mouseButtons() != Qt.MouseButton.NoButton  # a click is under way
         if conv_id and not self._quiet:
             self.selected.emit(conv_id)
+
+    def _clicked(self, index) -> None:
+        """While searching, a click on the row already open opens it again: at the match (a click
+        that just made its row current has opened it once already)."""
+        if self.search.text().strip() and not self._pressed_new:
+            self._current_changed(index, None)
+        self._pressed_new = False
 
     def _menu(self, pos: QPoint) -> None:
         conv_id = self.model.id_at(self.view.indexAt(pos).row())

@@ -74,7 +74,7 @@ class MessageView(QScrollArea):
         self.earlier_button.setFlat(True)
         self.earlier_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.earlier_button.setStyleSheet(f"color: {muted(self).name()};")
-        self.earlier_button.clicked.connect(self.show_earlier)
+        self.earlier_button.clicked.connect(lambda: self.show_earlier())
         self.earlier_button.hide()
         self._list.insertWidget(0, self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._list.insertWidget(0, self._hint)
@@ -142,12 +142,12 @@ class MessageView(QScrollArea):
         """Show a saved message at the end (with its versions, a regenerated reply)."""
         return self._push(self._saved(m, self.count()))
 
-    def show_earlier(self) -> int:
-        """Draw the PAGE messages before the first one drawn, above it, without moving what the
-        user is reading; how many were added."""
+    def show_earlier(self, down_to: int | None = None) -> int:
+        """Draw the PAGE messages before the first one drawn (or all from message `down_to`, in one
+        pass), above it, without moving what the user is reading; how many were added."""
         if not self._older:
             return 0
-        cut = max(len(self._older) - PAGE, 0)
+        cut = max(len(self._older) - PAGE, 0) if down_to is None else max(min(down_to, len(self._older)), 0)
         page, self._older = self._older[cut:], self._older[:cut]
         top = self._widgets[0] if self._widgets else None
         if top is not None:
@@ -168,8 +168,7 @@ class MessageView(QScrollArea):
         if index < len(self._older):  # far up a long conversation this takes a moment
             QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
             try:
-                while self._older and index < len(self._older):
-                    self.show_earlier()
+                self.show_earlier(down_to=index)  # one pass: one layout refresh, one earlier_shown
             finally:
                 QApplication.restoreOverrideCursor()
         widget = self.widget_at(index)
