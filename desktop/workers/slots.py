@@ -174,12 +174,12 @@ class SlotTable:
                 f"budget of {self.budget_bytes / 2**20:.0f} MiB. Raise the budget or shorten the conversation."
             )
         slot.reserved = tokens
+        idle = [s for s in self.slots if s.evictable and s.ids and s is not slot and s is not keep]
+        if self.footprint([s.tokens for s in self.slots if all(s is not i for i in idle)]) > self.budget_bytes:
+            slot.reserved = 0  # even with every idle slot gone it would not fit: evict nothing
+            raise BusyError("The KV memory budget is taken by running conversations; try again shortly.")
         while self.used_bytes() > self.budget_bytes:
-            idle = [s for s in self.slots if s.evictable and s.ids and s is not slot and s is not keep]
-            if not idle:
-                slot.reserved = 0
-                raise BusyError("The KV memory budget is taken by running conversations; try again shortly.")
-            self.evict(min(idle, key=lambda s: s.last_used))
+            self.evict(min((s for s in idle if s.ids), key=lambda s: s.last_used))
 
     def infos(self) -> tuple[SlotInfo, ...]:
         return tuple(s.info(self.bytes_per_token) for s in self.slots)

@@ -107,3 +107,19 @@ def test_slot_table_budgets_padded_rows():
     assert table.used_bytes() <= BUDGET
     assert sum(1 for s in table.slots if s.ids) == 3, "the least recently used short ones were evicted"
     assert [s.index for s in table.slots if s.ids] == [5, 6, 7]
+
+
+def test_a_reservation_that_cannot_fit_evicts_nothing():
+    """Running conversations hold most of the budget: a new long one is refused, and the idle
+    conversations keep their KV (evicting them could not have made room)."""
+    from desktop.errors import BusyError
+    from desktop.workers.slots import SlotTable
+
+    table = SlotTable(16, 256, BUDGET, clock=iter(range(10**6)).__next__, footprint=PerToken(256))
+    running = table.slots[0]
+    running.ids, running.request_id = [1] * 3000, "r0"  # 3,000 of the 4,096 positions, in use
+    for i, slot in enumerate(table.slots[1:5], 1):
+        slot.ids, slot.last_used = [1] * 100, i  # four idle conversations
+    with pytest.raises(BusyError):
+        table.reserve(table.slots[5], 2000)  # 3,000 + 2,000 > 4,096 whatever is evicted
+    assert [len(s.ids) for s in table.slots[1:5]] == [100] * 4 and table.slots[5].reserved == 0

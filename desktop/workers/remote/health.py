@@ -38,12 +38,11 @@ class HealthLoop:
     async def run(self, client: httpx.AsyncClient) -> None:
         delay, first = self.backoff[0], True
         while True:
+            info = None
             try:
                 await asyncio.wait_for(check_health(client, self.spec), self.timeout_s)
                 if not self.up:  # (back) up: ask again what it serves (it may have been restarted with another model)
                     info = await asyncio.wait_for(describe(client, self.spec), self.timeout_s)
-                    self.up, self.fault, self.why = True, "", ""
-                    self.on_up(info)
                 delay = self.backoff[0]
             except (Unreachable, asyncio.TimeoutError) as exc:
                 if self.up or first or self.fault != UNREACHABLE:
@@ -56,6 +55,13 @@ class HealthLoop:
                 reason = f"its answer could not be read ({type(exc).__name__}: {exc})"
                 if self.fault != UNUSABLE or self.why != reason:
                     self._down(UNUSABLE, reason)
+            if info is not None:  # apart from the server's answers: a bug of our own is not its fault
+                self.up, self.fault, self.why = True, "", ""
+                try:
+                    self.on_up(info)
+                except Exception as exc:  # the loop lives on, and the log and Admin say whose fault it is
+                    log.exception("Taking the remote server at %s into use failed", self.spec.url)
+                    self._down(UNUSABLE, f"Omnidesk could not take it into use ({type(exc).__name__}: {exc}); a bug")
             first = False
             self._poke.clear()
             try:
