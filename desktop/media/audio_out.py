@@ -245,20 +245,20 @@ class SpeakerOutput(BufferedSink):
     def start(self) -> None:
         if self._stream is not None:
             return
-        self.device = reindex(self.device, "output")
+        stream_opened()  # from the lookup on: no re-scan may stop PortAudio under a half-done open
         try:
+            self.device = reindex(self.device, "output")
             with pulse_target("PULSE_SINK", self.device.pulse_name):  # a Pulse sink: through "pulse"
                 self._stream = self._sd.OutputStream(
                     device=self.device.index, samplerate=self.device_rate, channels=self._channels,
                     dtype="float32", blocksize=self.block_frames, latency=self.latency,
                     callback=self._callback,
                 )  # fmt: skip
-            stream_opened()
             self._stream.start()
         except Exception as exc:  # sounddevice.PortAudioError, ValueError for bad settings
             if self._stream is not None:
                 self._stream.close()
-                stream_closed()
+            stream_closed()
             self._stream = None
             raise AudioUnavailable(NO_OUTPUT) from exc
 

@@ -100,20 +100,20 @@ class Microphone(Capture):
         """Open the stream and the reader thread; MicUnavailable when the device will not open."""
         if self._stream is not None:
             return
-        self.device = reindex(self.device, "input")
+        stream_opened()  # from the lookup on: no re-scan may stop PortAudio under a half-done open
         try:
+            self.device = reindex(self.device, "input")
             with pulse_target("PULSE_SOURCE", self.device.pulse_name):  # a Pulse source: through "pulse"
                 self._stream = self._sd.InputStream(
                     device=self.device.index, samplerate=self.device_rate, channels=self.channels,
                     dtype="float32", blocksize=self.block_frames, latency=self.latency,
                     callback=self._callback,
                 )  # fmt: skip
-            stream_opened()
             self._stream.start()
         except Exception as exc:  # sounddevice.PortAudioError, ValueError for bad settings
             if self._stream is not None:
                 self._stream.close()
-                stream_closed()
+            stream_closed()
             self._stream = None
             raise MicUnavailable(f"The microphone {self.device.name!r} could not be opened — "
                                  f"voice input is off ({exc})") from exc  # fmt: skip
