@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
 
 from desktop.model.kv_pool import KVPool
 
@@ -116,6 +117,17 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
+MATMUL_DECODE_FROM = 16384  # attended positions from which a GPU decode step uses matmul attention
+MATMUL_DECODE_ROWS = 8  # ... when it has at most this many rows
+
+
+def matmul_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d) + bias) v with the softmax in float32: reads K and V once with
+    well-parallelised matmuls, which beats the fused kernels for a few query rows over many keys."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5) + bias
+    return torch.matmul(torch.softmax(scores.float(), -1).to(v.dtype), v)
+
+
 class FastLlama:
     on_layer: Callable[[], None] | None = None  # called after each decoder layer (heartbeats)
 
@@ -150,6 +162,16 @@ class FastLlama:
             ))
         self.cos = self.sin = torch.empty(0)
         self.kpos = torch.empty(0, dtype=torch.long)
+        # A prefill (one row, its new tokens the last positions it attends) on a GPU: SDPA's
+        # lower-right causal bias with native GQA, which flash attention runs with enough blocks
+        # for a long history; the explicit mask left a 17k-token history to a kernel with 24
+        # blocks (issue 25). Off on CPUs, where the mask path measured as fast; off for good if
+        # no kernel takes it here.
+        self.causal_prefill = self.device.type == "cuda"
+        # A decode step of few rows over a long pool on a GPU: SDPA's masked kernels ran 0.71 ms
+        # a layer at 32k positions where two matmuls and a softmax take 0.14 (8B heads, H100;
+        # bench/attention_gpu.py); from 32 rows on, SDPA is faster again. None: never.
+        self.matmul_decode = (MATMUL_DECODE_FROM, MATMUL_DECODE_ROWS) if self.device.type == "cuda" else None
 
     def new_pool(self, rows: int, cap: int) -> KVPool:
         return KVPool(self.layers_n, rows, self.kv_heads, self.head_dim, self.dtype, self.device,
@@ -167,21 +189,20 @@ class FastLlama:
         self.kpos = pos
 
     @torch.inference_mode()
-    def forward(self, pool: KVPool, row0: int, tok: torch.Tensor, pos: torch.Tensor, length: int) -> torch.Tensor:
+    def forward(self, pool: KVPool, row0: int, tok: torch.Tensor, pos: torch.Tensor, length: int,
+                tail: bool = False) -> torch.Tensor:
         """Rows row0..row0+B-1 of the pool take tokens `tok` at positions `pos` (int64 [B, T]);
-        attention reads positions [0, length) of each row (length > every pos). Returns the float32
-        logits of each row's last token, [B, vocab]."""
+        attention reads positions [0, length) of each row (length > every pos). `tail`: one row
+        whose T tokens are positions length-T..length-1 (a prefill chunk), which allows a
+        causal kernel instead of a mask. Returns the float32 logits of each row's last token, [B, vocab]."""
         B, T = tok.shape
         nh, nkv, hd = self.heads, self.kv_heads, self.head_dim
         rep = nh // nkv
         self.tables(max(length, pool.cap))
         x = F.embedding(tok, self.embed)
         cos, sin = self.cos[pos].unsqueeze(2), self.sin[pos].unsqueeze(2)  # [B, T, 1, hd]
-        # each row's query t sees keys at positions <= its own; the rep query heads of a KV head
-        # are extra query rows of that head (no K/V repeat): mask [B, 1, rep*T, length]
-        keep = (self.kpos[:length][None, None, :] <= pos[:, :, None])[:, None, None]
-        keep = keep.expand(B, 1, rep, T, length).reshape(B, 1, rep * T, length)
-        bias = torch.zeros(keep.shape, dtype=self.dtype, device=self.device).masked_fill_(~keep, float("-inf"))
+        causal = tail and B == 1 and self.causal_prefill
+        bias = None if causal else self._mask(pos, length, B, T, rep)
         rows = torch.arange(row0, row0 + B, device=tok.device)[:, None]
         for i, (ln1, qkv, o_proj, ln2, gate_up, down) in enumerate(self.layers):
             qk, v = qkv(rms_norm(x, ln1, self.eps)).split([(nh + nkv) * hd, nkv * hd], -1)
@@ -190,12 +211,37 @@ class FastLlama:
             kc, vc = pool.k[i], pool.v[i]
             kc[rows, :, pos] = qk[:, :, nh:]
             vc[rows, :, pos] = v.view(B, T, nkv, hd)
-            q = qk[:, :, :nh].transpose(1, 2).reshape(B, nkv, rep * T, hd)
-            att = F.scaled_dot_product_attention(q, kc[row0 : row0 + B, :, :length], vc[row0 : row0 + B, :, :length],
-                                                 attn_mask=bias)
-            x = x + o_proj(att.view(B, nh, T, hd).transpose(1, 2).reshape(B, T, nh * hd))
+            k, v = kc[row0 : row0 + B, :, :length], vc[row0 : row0 + B, :, :length]
+            if causal:
+                att = self._causal(qk[:, :, :nh].transpose(1, 2), k, v, T, length)
+                if att is None:  # no kernel here takes it: the mask path from now on
+                    causal, bias = False, self._mask(pos, length, B, T, rep)
+            if not causal:
+                q = qk[:, :, :nh].transpose(1, 2).reshape(B, nkv, rep * T, hd)
+                attend = matmul_attention if self._matmul(B, T, length) else F.scaled_dot_product_attention
+                att = attend(q, k, v, bias).reshape(B, nh, T, hd)
+            x = x + o_proj(att.transpose(1, 2).reshape(B, T, nh * hd))
             g, u = gate_up(rms_norm(x, ln2, self.eps)).chunk(2, -1)
             x = x + down(F.silu(g) * u)
             if self.on_layer is not None:
                 self.on_layer()
         return self.head(rms_norm(x[:, -1], self.norm, self.eps)).float()
+
+    def _matmul(self, B: int, T: int, length: int) -> bool:
+        return self.matmul_decode is not None and T == 1 and length >= self.matmul_decode[0] and B <= self.matmul_decode[1]
+
+    def _mask(self, pos: torch.Tensor, length: int, B: int, T: int, rep: int) -> torch.Tensor:
+        """Additive mask [B, 1, rep*T, length]: each row's query t sees keys at positions <= its
+        own; the rep query heads of a KV head are extra query rows of that head (no K/V repeat)."""
+        keep = (self.kpos[:length][None, None, :] <= pos[:, :, None])[:, None, None]
+        keep = keep.expand(B, 1, rep, T, length).reshape(B, 1, rep * T, length)
+        return torch.zeros(keep.shape, dtype=self.dtype, device=self.device).masked_fill_(~keep, float("-inf"))
+
+    def _causal(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, T: int, length: int) -> torch.Tensor | None:
+        """Attention of T queries at the last T of `length` positions, GQA native: [1, nh, T, hd]."""
+        try:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(T, length), enable_gqa=True)
+        except (RuntimeError, NotImplementedError) as exc:
+            log.warning("Causal prefill attention is not available here (%s); using the masked path.", exc)
+            self.causal_prefill = False
+            return None

@@ -127,6 +127,39 @@ def test_int4_grid_only_for_weights_already_on_a_4bit_grid():
     assert int4_grid(torch.randn(64, 128, generator=gen).to(torch.bfloat16)) is None
 
 
+@pytest.mark.parametrize("history", [0, 7, 300])
+def test_causal_prefill_equals_masked(tiny_lm, history):
+    """The GPU's prefill attention (lower-right causal bias, native GQA) computes what the mask
+    path computes, with and without a kept history before the chunk (run here on the CPU's kernels)."""
+    net = FastLlama(tiny_lm.model)
+    ids = [(7 * i) % 200 + 3 for i in range(history + 9)]
+    out = []
+    for causal in (False, True):
+        net.causal_prefill = causal
+        pool = net.new_pool(1, 512)
+        if history:
+            net.forward(pool, 0, torch.tensor([ids[:history]]), torch.arange(history)[None], history, tail=True)
+        out.append(net.forward(pool, 0, torch.tensor([ids[history:]]), torch.arange(history, len(ids))[None], len(ids), tail=True))
+        assert net.causal_prefill is causal  # the causal kernel really ran (no fallback)
+    assert (out[0] - out[1]).abs().max() < 1e-4 * out[0].abs().max()
+
+
+def test_matmul_decode_attention_equals_sdpa(tiny_lm):
+    """The GPU's decode attention for few rows over a long pool (matmuls and a float softmax)
+    computes what SDPA computes, rows of different lengths and padded columns included."""
+    net = FastLlama(tiny_lm.model)
+    a, b = [(5 * i) % 150 + 3 for i in range(40)], [(11 * i) % 150 + 3 for i in range(13)]
+    out = []
+    for matmul in (None, (1, 8)):
+        net.matmul_decode = matmul
+        pool = net.new_pool(2, 256)
+        net.forward(pool, 0, torch.tensor([a]), torch.arange(40)[None], 40, tail=True)
+        net.forward(pool, 1, torch.tensor([b]), torch.arange(13)[None], 13, tail=True)
+        out.append(net.forward(pool, 0, torch.tensor([[7], [9]]), torch.tensor([[40], [13]]), 64))
+    assert net._matmul(2, 1, 64) and not net._matmul(2, 2, 64)
+    assert (out[0] - out[1]).abs().max() < 1e-4 * out[0].abs().max()
+
+
 @pytest.mark.skipif(not fast_llama.can_pack(torch.bfloat16, torch.device("cpu")), reason="no oneDNN bf16 on this CPU")
 def test_bf16_fast_path_tracks_transformers(tiny_lm):
     """bf16 with oneDNN-packed linears: not bit-equal (that is fp32's job), but close to transformers in bf16."""

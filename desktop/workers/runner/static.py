@@ -55,7 +55,7 @@ class StaticRunner(Runner):
         self._room(slot, start + n)
         tok = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
         pos = torch.arange(start, start + n, device=self.device)[None]
-        logits = self.net.forward(self.pool, self.row_of[slot], tok, pos, start + n)
+        logits = self.net.forward(self.pool, self.row_of[slot], tok, pos, start + n, tail=True)
         self.lens[slot] = start + n
         if sample is None:
             return None

@@ -70,7 +70,9 @@ class _Captured:
 
 class CudaGraphSteps(BucketedSteps):
     """One CUDA graph per (batch bucket, length bucket); all share one memory pool. Graphs of an
-    older pool generation (the pool grew: new addresses) are dropped."""
+    older pool generation (the pool was reshaped: new addresses) are dropped, and their memory
+    pool with them: a new generation captures into a new pool (capturing into a pool whose
+    graphs were all freed fails an allocator assert, seen on the first GPU run, issue 25)."""
 
     def __init__(self, net: Any) -> None:
         super().__init__(net)
@@ -81,6 +83,7 @@ class CudaGraphSteps(BucketedSteps):
     def run(self, pool: KVPool, b: int, length: int, tok: list[int], pos: list[int]) -> torch.Tensor:
         if pool.generation != self.generation:
             self.graphs.clear()
+            self.mempool = torch.cuda.graph_pool_handle()
             self.generation = pool.generation
         dev = self.net.device
         captured = self.graphs.get((b, length))
