@@ -23,29 +23,34 @@ same request on a worker with the cache off gives the uncached TTFT (the whole p
 the template's per-message token memo is shared, so tokenising is not what differs). TTFT is the
 worker's own figure: command submitted → first token sampled.
 
-`--model 8b-random` builds a random-init Llama of 8B shape on the GPU (bf16, 7.4 B parameters,
-no download) with the default model's tokenizer (`--tokenizer DIR` for a folder holding
-tokenizer.json, e.g. copied from the converted default). The last line is JSON."""
+`--model 8b-random` (or `1b-random`) builds a random-init Llama of that shape on the GPU (bf16,
+no download; bench/random_llama.py) with the default model's tokenizer (`--tokenizer DIR` for a
+folder holding tokenizer.json, e.g. copied from the converted default); `tiny-random` is the same
+on any device. The last line is JSON."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 import time
+import traceback
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from bench import random_llama  # noqa: E402
 from bench.multiturn import conversation, reply, text_of  # noqa: E402
 from desktop.protocol import Chat, Done, ErrorEvent  # noqa: E402
 from desktop.errors import ModelLoadError  # noqa: E402
-from desktop.model.loader import LoadedModel, ModelSpec, context_length, kv_bytes_per_token, load_model  # noqa: E402
+from desktop.model.loader import LoadedModel, ModelSpec, load_model  # noqa: E402
 from desktop.model.messages import Message  # noqa: E402
 from desktop.model.params import SamplingParams  # noqa: E402
 from desktop.workers.config import RUNNERS, WorkerConfig  # noqa: E402
@@ -54,37 +59,8 @@ from desktop.workers.local import LocalClient  # noqa: E402
 DTYPES = {"auto": "auto", "bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 SKIP_STEPS = 2  # pure decode steps of each run left out of the timing (first use of the shapes)
 TURN_TOKENS = 70  # the timed user turn over the long history
-RANDOM_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-                 num_key_value_heads=8, vocab_size=49152, max_position_embeddings=32768)
-
 
 # ----------------------------------------------------------------------------- model and machine
-
-def build_8b_random(dtype: str, tokenizer_dir: str | None, device: str = "cuda") -> LoadedModel:
-    """The issue's random-init Llama of 8B shape, built on the GPU in `dtype`, with the default
-    model's tokenizer. Its context is raised to 32k so that a 17k-token history fits."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
-
-    from desktop.model.chat_template import ChatTemplate
-    from desktop.model.default_model import ensure_converted
-
-    hint = ("; pass --tokenizer DIR, a folder with the default model's tokenizer.json, tokenizer_config.json "
-            "and chat_template.jinja (copied from the converted default model's folder)")
-    try:
-        folder = Path(tokenizer_dir).expanduser() if tokenizer_dir else ensure_converted(lambda stage, fraction: None)
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
-    except ModelLoadError as exc:
-        raise ModelLoadError(f"No tokenizer for 8b-random: {exc}{hint}") from exc
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"No tokenizer for 8b-random in {folder}: {exc}{hint}") from exc
-    config = LlamaConfig(**RANDOM_8B, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
-    model.eval()
-    return LoadedModel(model, tokenizer, ChatTemplate(tokenizer), "8b-random", context_length(config),
-                       kv_bytes_per_token(config, dtype), device, dtype)
-
 
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
@@ -116,6 +92,29 @@ def weight_bytes(model, batch: int) -> int:
         w = emb.weight
         total -= w.numel() * w.element_size() - batch * w.shape[1] * w.element_size()
     return total
+
+
+# ----------------------------------------------------------------------------- profile
+
+@contextlib.contextmanager
+def profiled(path: Path | None, title: str) -> Iterator[None]:
+    """Run the block under torch.profiler (CPU and, on a GPU, CUDA activity) and append its
+    busiest operators to `path` (by device time, then by host time: syncs and launches show
+    there). Without a path, just run the block."""
+    if path is None:
+        yield
+        return
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=acts) as prof:
+        yield
+    table = prof.key_averages()
+    with path.open("a") as f:
+        f.write(f"\n===== {title}\n")
+        if torch.cuda.is_available():
+            f.write(table.table(sort_by="self_cuda_time_total", row_limit=25) + "\n")
+        f.write(table.table(sort_by="self_cpu_time_total", row_limit=25) + "\n")
 
 
 # ----------------------------------------------------------------------------- decode
@@ -163,24 +162,27 @@ def decode_run(lm: LoadedModel, batch: int, tokens: int, skip: int, prompt_token
 
 # ----------------------------------------------------------------------------- TTFT
 
-def ttft_pair(lm: LoadedModel, history: int, repeats: int, runner: str = "auto", agree_tokens: int = 32) -> dict:
+def ttft_pair(lm: LoadedModel, history: int, repeats: int, runner: str = "auto", agree_tokens: int = 32,
+              kv_budget: int = WorkerConfig().kv_budget_bytes, profile: Path | None = None) -> dict:
     """A 70-token turn over `history` tokens: cached (kept KV) and uncached (cache off), medians;
     both generate `agree_tokens` greedy tokens, and how many agree (from the first) is reported."""
     turns = max(2, round((history - 300) / 160) + 1)  # a turn ≈ 70 user + 80 assistant + template
     request = conversation(lm, turns, user=TURN_TOKENS)[-1]
     past, turn = request[:-1], request[-1]  # past ends with an assistant reply
-    cached_runs, new = [], []
+    cached_runs, new, long_tok_s = [], [], []
     for r in range(repeats):
-        client = LocalClient(lm, WorkerConfig(num_slots=2, runner=runner))
+        client = LocalClient(lm, WorkerConfig(num_slots=2, runner=runner, kv_budget_bytes=kv_budget))
         reply(client, f"build{r}", past, 0)  # max_tokens=0: prefill the history into a slot
-        done = reply(client, f"cached{r}", request, agree_tokens)
+        with profiled(profile if r == repeats - 1 else None, f"the cached turn over a {history}-token history ({runner})"):
+            done = reply(client, f"cached{r}", request, agree_tokens)
         cached_ids = list(done.token_ids)
         if done.stats.kind != "extend":
             raise SystemExit(f"The cached turn did not extend the kept history (kind {done.stats.kind!r}).")
         cached_runs.append(done.stats.ttft_ms)
+        long_tok_s.append(done.stats.tok_s)
         new.append(done.stats.new_tokens)
         del client
-    uncached = LocalClient(lm, WorkerConfig(cache_mode="off", runner=runner))
+    uncached = LocalClient(lm, WorkerConfig(cache_mode="off", runner=runner, kv_budget_bytes=kv_budget))
     uncached_done = [reply(uncached, f"uncached{r}", request, agree_tokens) for r in range(repeats)]
     uncached_runs = [d.stats.ttft_ms for d in uncached_done]
     plain_ids = list(uncached_done[-1].token_ids)
@@ -192,6 +194,7 @@ def ttft_pair(lm: LoadedModel, history: int, repeats: int, runner: str = "auto",
         ttft_cached_ms=statistics.median(cached_runs), ttft_uncached_ms=statistics.median(uncached_runs),
         cached_runs_ms=[round(x, 1) for x in cached_runs], uncached_runs_ms=[round(x, 1) for x in uncached_runs],
         greedy_agree=agree, greedy_of=max(len(cached_ids), len(plain_ids)),
+        decode_tok_s_at_history=statistics.median(long_tok_s),  # the cached reply's own decode, one row over the history
     )
 
 
@@ -200,8 +203,11 @@ def ttft_pair(lm: LoadedModel, history: int, repeats: int, runner: str = "auto",
 def arguments() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--model", default="default", help='"default" (embedded SmolLM2), a model folder or .gguf, or "8b-random" (cuda only)')
-    p.add_argument("--tokenizer", default=None, help="8b-random: folder with the default model's tokenizer (default: the converted default model)")
+    p.add_argument("--model", default="default",
+                   help='"default" (embedded SmolLM2), a model folder or .gguf, "8b-random" or "1b-random" (cuda only), "tiny-random"')
+    p.add_argument("--tokenizer", default=None, help="random shapes: folder with the default model's tokenizer (default: the converted default model)")
+    p.add_argument("--kv-budget-gb", type=float, default=None,
+                   help="the TTFT workers' KV budget (default: the app's, 4 GiB; a 17k history of an 8B model needs 4 GiB in one pool row)")
     p.add_argument("--dtype", default=None, choices=sorted(DTYPES), help="default: auto, as the app (bfloat16 on cuda and on CPUs with bf16, else float32)")
     p.add_argument("--runner", default="both", choices=["both", *RUNNERS],
                    help="model runner(s); both = static and hf side by side, interleaved per batch size (default)")
@@ -213,11 +219,13 @@ def arguments() -> argparse.Namespace:
                    help="history tokens for the TTFT pair; 0 skips it (default 17000 on cuda, 2000 on cpu, 1000 with --quick)")
     p.add_argument("--repeats", type=int, default=None, help="TTFT repeats, median reported (default 3 on cuda, 1 on cpu)")
     p.add_argument("--quick", action="store_true", help="batches 1,8 and 32 tokens each")
+    p.add_argument("--profile", type=Path, default=None,
+                   help="append torch.profiler tables of a batch-1 decode and of the cached long-history turn to this file")
     args = p.parse_args()
-    if args.model == "8b-random" and args.device != "cuda":
-        p.exit(2, "--model 8b-random needs --device cuda: it builds a random-init Llama of 8B shape (7.4 B parameters, "
-                  "≈15 GB in bf16) on the GPU; on a CPU one step takes seconds and says nothing about the GPU target. "
-                  "Use --model default (or a small model folder) on cpu.\n")
+    if args.model in random_llama.NEEDS_CUDA and args.device != "cuda":
+        p.exit(2, f"--model {args.model} needs --device cuda: it builds a random-init Llama of that shape (≈15 GB in bf16 "
+                  "for 8B) on the GPU; on a CPU one step takes seconds and says nothing about the GPU target. "
+                  "Use --model default, tiny-random or a small model folder on cpu.\n")
     cuda = args.device == "cuda"
     args.dtype = DTYPES[args.dtype or "auto"]
     args.runners = ["static", "hf"] if args.runner == "both" else [args.runner]
@@ -234,8 +242,8 @@ def arguments() -> argparse.Namespace:
 def load(args: argparse.Namespace) -> LoadedModel:
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ModelLoadError("--device cuda was asked for but CUDA is not available here.")
-    if args.model == "8b-random":
-        return build_8b_random(args.dtype, args.tokenizer)
+    if args.model in random_llama.SHAPES:
+        return random_llama.build(args.model, args.dtype, args.tokenizer, args.device)
     return load_model(ModelSpec(args.model, args.dtype, args.device))
 
 
@@ -248,12 +256,24 @@ def main() -> None:
         raise SystemExit(str(exc)) from None
     device = lm.model.device
     bw = memory_bandwidth(device)
+    errors: dict[str, str] = {}  # a part that fails is reported and the others still run (a short GPU loan)
+
+    def attempt(what: str, fn, *a, **kw):
+        try:
+            return fn(*a, **kw)
+        except Exception as exc:  # noqa: BLE001 - reported in the JSON with its traceback's end
+            errors[what] = "".join(traceback.format_exception(exc))[-1500:]
+            print(json.dumps({"error": what, "detail": errors[what]}), flush=True)
+            return None
+
     for runner in args.runners:
-        decode_run(lm, 1, SKIP_STEPS + 4, 0, runner=runner)  # first-call overheads out of the way
+        attempt(f"warmup_{runner}", decode_run, lm, 1, SKIP_STEPS + 4, 0, runner=runner)  # first-call overheads out of the way
     rows: dict[str, dict[int, dict]] = {r: {} for r in args.runners}
     for b in args.batches:
         for runner in args.runners:  # side by side: machine noise hits both alike
-            row = decode_run(lm, b, args.tokens, SKIP_STEPS, args.prompt_tokens, runner)
+            row = attempt(f"decode_{runner}_b{b}", decode_run, lm, b, args.tokens, SKIP_STEPS, args.prompt_tokens, runner)
+            if row is None:
+                continue
             wb = weight_bytes(lm.model, b)
             kvb = b * row["mean_context"] * lm.kv_bytes_per_token
             row.update(bound_step_ms=1000.0 * wb / bw, bound_tok_s=b * bw / wb, bound_kv_tok_s=b * bw / (wb + kvb))
@@ -261,6 +281,9 @@ def main() -> None:
             rows[runner][b] = row
             print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
     main_runner = args.runners[0]
+    if args.profile:
+        with profiled(args.profile, f"decode, batch 1, 32 tokens ({main_runner}, {lm.name}, {lm.dtype})"):
+            attempt("profile", decode_run, lm, 1, 32, SKIP_STEPS, args.prompt_tokens, main_runner)
     base = rows.get("hf") if main_runner != "hf" else None
     ttft_row = None
     if args.ttft_history > 0:
@@ -269,19 +292,21 @@ def main() -> None:
             print(json.dumps({"ttft": f"skipped: a {args.ttft_history}-token history does not fit {lm.name}'s "
                                       f"{lm.context_length}-token context"}), flush=True)
         else:
-            ttft_row = ttft_pair(lm, args.ttft_history, args.repeats, main_runner)
-            print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in ttft_row.items()}), flush=True)
+            budget = int(args.kv_budget_gb * 2**30) if args.kv_budget_gb else WorkerConfig().kv_budget_bytes
+            ttft_row = attempt("ttft", ttft_pair, lm, args.ttft_history, args.repeats, main_runner, kv_budget=budget, profile=args.profile)
+            if ttft_row is not None:
+                print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in ttft_row.items()}), flush=True)
     is_17k = ttft_row is not None and 16000 <= ttft_row["ttft_history_tokens"] <= 18000
 
     def per_batch(key: str, b: int, digits: int = 2, runner: str = main_runner):
         return round(rows[runner][b][key], digits) if b in rows[runner] else None
 
     def speedup(b: int):
-        return round(rows[main_runner][b]["tok_s"] / base[b]["tok_s"], 2) if base and b in base else None
+        return round(rows[main_runner][b]["tok_s"] / base[b]["tok_s"], 2) if base and b in base and b in rows[main_runner] else None
 
     print(json.dumps({
         "device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        "model": lm.name, "dtype": lm.dtype, "runner": rows[main_runner][args.batches[0]]["runner"], "threads": args.threads, "quick": args.quick,
+        "model": lm.name, "dtype": lm.dtype, "runner": next((r["runner"] for r in rows[main_runner].values()), None), "threads": args.threads, "quick": args.quick,
         "batches": args.batches, "tokens": args.tokens, "prompt_tokens": args.prompt_tokens, "ignore_eos": True,
         "tok_s_b1": per_batch("tok_s", 1), "tok_s_b8": per_batch("tok_s", 8), "tok_s_b32": per_batch("tok_s", 32),
         "ms_per_step_b1": per_batch("ms_per_step", 1), "ms_per_step_b8": per_batch("ms_per_step", 8),
@@ -302,6 +327,8 @@ def main() -> None:
         "ttft_cached_ms": round(ttft_row["ttft_cached_ms"], 1) if ttft_row else None,
         "ttft_uncached_ms": round(ttft_row["ttft_uncached_ms"], 1) if ttft_row else None,
         "greedy_agree_cached_uncached": f"{ttft_row['greedy_agree']}/{ttft_row['greedy_of']}" if ttft_row else None,
+        "decode_tok_s_at_history": round(ttft_row["decode_tok_s_at_history"], 1) if ttft_row else None,
+        "errors": errors or None,
     }))
 
 
