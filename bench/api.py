@@ -285,7 +285,7 @@ async def direct(gateway: Any, n: int, max_tokens: int, spacing: float = 0.0) ->
 
 def make_gateway(model: str) -> Any:
     from desktop.composition import worker_cores
-    from desktop.engine.gateway import Gateway
+    from desktop.gateway.gateway import Gateway
     from desktop.settings import Settings
     from desktop.workers.factory import make_hosts
 

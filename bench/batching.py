@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from desktop.engine.gateway import Gateway  # noqa: E402
+from desktop.gateway.gateway import Gateway  # noqa: E402
 from desktop.protocol import ChunkEvent, Done  # noqa: E402
 from desktop.model import kv  # noqa: E402
 from desktop.model.loader import ModelSpec, load_model  # noqa: E402

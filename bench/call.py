@@ -35,11 +35,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from desktop.engine.call import Call  # noqa: E402
-from desktop.engine.call_parts import make_call_parts  # noqa: E402
-from desktop.engine.call_state import CallPhase  # noqa: E402
-from desktop.engine.gateway import Gateway  # noqa: E402
-from desktop.engine.voice import Voice  # noqa: E402
+from desktop.call.call import Call  # noqa: E402
+from desktop.call.parts import make_call_parts  # noqa: E402
+from desktop.call.state import CallPhase  # noqa: E402
+from desktop.gateway.gateway import Gateway  # noqa: E402
+from desktop.speech.voice import Voice  # noqa: E402
 from desktop.media.clock import RealClock  # noqa: E402
 from desktop.media.echo import EchoCanceller  # noqa: E402
 from desktop.media.fake_audio import FakeAudioOutput  # noqa: E402
@@ -133,7 +133,7 @@ async def scripted_call(args: argparse.Namespace, gw: Gateway, on_call=None) -> 
     if args.camera:  # the fake camera plays at the preview rate while the call runs
         import tempfile
 
-        from desktop.engine.call_video import VideoFeed
+        from desktop.call.video import VideoFeed
         from desktop.media.fake_camera import FakeCamera, write_test_video
 
         clip = write_test_video(Path(tempfile.mkdtemp()) / "camera.avi", seconds=2.0, fps=args.camera_fps, size=(640, 480))

@@ -20,7 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from desktop.engine.gateway import Gateway  # noqa: E402
+from desktop.gateway.gateway import Gateway  # noqa: E402
 from desktop.protocol import Chat, Done, ErrorEvent, QueueDone  # noqa: E402
 from desktop.model.loader import ModelSpec  # noqa: E402
 from desktop.model.messages import Message  # noqa: E402

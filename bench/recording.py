@@ -76,7 +76,7 @@ import torch  # noqa: E402
 
 import call as call_bench  # noqa: E402  bench/call.py
 from call import scripted_call, start_gateway, turn_rows  # noqa: E402
-from desktop.engine.call_state import CallPhase  # noqa: E402
+from desktop.call.state import CallPhase  # noqa: E402
 from desktop.recording.call_hook import CallRecording  # noqa: E402
 from desktop.recording.lanes import HOLD_MAX_S  # noqa: E402
 from desktop.recording.replay import build_replay, read_timeline  # noqa: E402
@@ -86,7 +86,7 @@ CHILD = r"""
 import sys, time
 import numpy as np
 from types import SimpleNamespace
-from desktop.engine.call_state import CallPhase
+from desktop.call.state import CallPhase
 from desktop.media.clock import RealClock
 from desktop.recording.call_hook import CallRecording
 from desktop.recording.writer import SessionRecorder

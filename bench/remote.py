@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from desktop.engine.gateway import Gateway  # noqa: E402
+from desktop.gateway.gateway import Gateway  # noqa: E402
 from desktop.model.params import SamplingParams  # noqa: E402
 from desktop.protocol import Done, ErrorEvent  # noqa: E402
 from desktop.workers.remote.host import RemoteHost  # noqa: E402

@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from desktop.engine.pipeline import Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig  # noqa: E402
+from desktop.speech.pipeline import Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig  # noqa: E402
 from desktop.protocol import Chat, ChunkEvent, Done  # noqa: E402
 from desktop.media.clock import RealClock  # noqa: E402
 from desktop.media.fake_audio import FakeAudioOutput  # noqa: E402

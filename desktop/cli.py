@@ -81,7 +81,7 @@ def badge(stats) -> str:
     """One line of numbers about a finished turn (the same words as the chat window's badge)."""
     from dataclasses import asdict
 
-    from desktop.engine.export import stats_line
+    from desktop.chat.export import stats_line
 
     return f"[{stats_line(asdict(stats))}]"
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.list:  # no model needed
         from desktop.cli_conversation import listing
-        from desktop.engine.conversations import ConversationStore
+        from desktop.chat.conversations import ConversationStore
 
         print(listing(ConversationStore.default()))
         return 0
@@ -159,8 +159,8 @@ def _chat(args: argparse.Namespace) -> int:
     import torch
 
     from desktop.cli_conversation import TerminalConversation, find, listing
-    from desktop.engine.conversations import ConversationStore
-    from desktop.engine.presets import PresetStore
+    from desktop.chat.conversations import ConversationStore
+    from desktop.chat.presets import PresetStore
     from desktop.errors import OmnideskError
     from desktop.model.loader import ModelSpec, load_model
     from desktop.model.messages import parse_messages

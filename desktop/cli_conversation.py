@@ -1,4 +1,4 @@
-"""The terminal chat's conversation, kept in the window's store (engine/conversations.py): saved
+"""The terminal chat's conversation, kept in the window's store (chat/conversations.py): saved
 after every message, found again by `--resume` (the newest, or by id or title prefix), listed by /list."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage
-from desktop.engine.reply import request_messages
-from desktop.engine.reply_versions import succeed
+from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
+from desktop.chat.reply import request_messages
+from desktop.chat.reply_versions import succeed
 
 LIST_MAX = 20  # conversations listed by /list and --list (the newest)
 ID_PREFIX_MIN = 4  # a shorter --resume query is only looked for in titles

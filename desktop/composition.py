@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QMessageBox, QWidget
 from desktop.api.app import Engine
 from desktop.api.metrics import live_from_snapshot
 from desktop.api_control import ApiControl
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
 from desktop.model.loader import ModelSpec
@@ -73,7 +73,7 @@ class Composition(QObject):
         self.store: Any = None
         self.settings_dialog: QDialog | None = None
         self._settings_page: str | None = None  # the settings page last looked at (this run)
-        self.voice: Any = None  # desktop.engine.voice.Voice, built with the chat page
+        self.voice: Any = None  # desktop.speech.voice.Voice, built with the chat page
         self.call_page: Any = None  # desktop.ui.call.page.CallPage
         self.recordings_page: QWidget | None = None  # desktop.ui.recordings.RecordingsPage
         self.recordings: Any = None  # desktop.recording.service.Recordings
@@ -263,7 +263,7 @@ class Composition(QObject):
         """A new "Start calls in" mode shows on the Call page at once, unless a call runs."""
         page = self.call_page
         if new.call_mode != old.call_mode and page is not None and getattr(page, "call", None) is None:
-            from desktop.engine.call_state import CallMode
+            from desktop.call.state import CallMode
 
             page.set_mode(CallMode(new.call_mode))
 
@@ -337,10 +337,10 @@ class Composition(QObject):
 
     def _make_chat_page(self) -> QWidget:
         try:
-            from desktop.engine.conversations import ConversationStore
+            from desktop.chat.conversations import ConversationStore
             from desktop.ui.chat.page import ChatPage
 
-            from desktop.engine.voice import Voice
+            from desktop.speech.voice import Voice
 
             self.store = self.store or ConversationStore.default()
             self.voice = Voice.create(self.settings)  # never raises: no sound device → audio off, said in the UI
@@ -358,8 +358,8 @@ class Composition(QObject):
 
     def _make_call_page(self) -> QWidget | None:
         try:
-            from desktop.call_factory import CallFactory
-            from desktop.engine.call_state import CallMode
+            from desktop.call.factory import CallFactory
+            from desktop.call.state import CallMode
             from desktop.ui.call.page import CallPage
 
             calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings, recordings=self.recordings,
@@ -422,7 +422,7 @@ class Composition(QObject):
         if self.voice is None or not hasattr(page, "set_voice"):
             return
         if new.audio_output_device != old.audio_output_device:
-            from desktop.engine.voice import Voice
+            from desktop.speech.voice import Voice
 
             self.voice.close()
             self.voice = Voice.create(new)

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from desktop.call_factory import CallFactory
-from desktop.engine.call_state import CallMode, CallPhase
-from desktop.engine.gateway import Gateway
-from desktop.engine.voice import Voice
+from desktop.call.factory import CallFactory
+from desktop.call.state import CallMode, CallPhase
+from desktop.gateway.gateway import Gateway
+from desktop.speech.voice import Voice
 from desktop.media.clock import RealClock
 from desktop.media.fake_audio import FakeAudioOutput
 from desktop.media.fake_mic import FakeMicrophone
@@ -95,7 +95,7 @@ def test_asr_runs_beside_the_model_and_falls_back_to_the_cpu(monkeypatch):
             self.device = device
 
     monkeypatch.setattr(asr, "WhisperASR", FakeWhisper)
-    monkeypatch.setattr("desktop.engine.call_parts.make_call_parts", lambda device, asr=None: asr)
+    monkeypatch.setattr("desktop.call.parts.make_call_parts", lambda device, asr=None: asr)
     factory = CallFactory(None, lambda: None, Settings)  # only the parts: no gateway, voice or devices
     whisper = factory._parts(Settings(device="cuda:1"))
     assert tried == ["cuda:1", "cpu"] and whisper.device == "cpu"

@@ -65,7 +65,7 @@ def test_the_terminal_chat_samples_as_the_app_does_unless_told(tmp_path):
 
 def test_the_terminal_chat_uses_the_windows_preset_prompt(tmp_path):
     """As the window's new chats: the preset chosen in Settings (Assistant by default); --system wins."""
-    from desktop.engine.presets import PresetStore
+    from desktop.chat.presets import PresetStore
 
     presets = PresetStore(tmp_path)
     assistant = presets.get("assistant")
@@ -80,7 +80,7 @@ def test_the_terminal_chat_uses_the_windows_preset_prompt(tmp_path):
 
 
 def test_the_terminal_chat_sends_the_chosen_preset(monkeypatch, capsys, tmp_path):
-    from desktop.engine.presets import PresetStore
+    from desktop.chat.presets import PresetStore
     from desktop.settings import Settings, save_settings
     from desktop.workers.local import LocalClient
 

@@ -11,7 +11,7 @@ import pytest
 
 from desktop import cli
 from desktop.cli_conversation import find
-from desktop.engine.conversations import ConversationStore, StoredMessage
+from desktop.chat.conversations import ConversationStore, StoredMessage
 from desktop.protocol import ChunkEvent
 from desktop.workers.local import LocalClient
 

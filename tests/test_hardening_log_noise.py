@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent("""
     asr = WhisperASR(threads=1)
     for _ in range(3):  # three partial passes
         asr.transcribe(np.zeros(8000, np.float32))
-    logging.getLogger("desktop.engine.call").info("the app's own line")
+    logging.getLogger("desktop.call.call").info("the app's own line")
     flush_logs()
     print(log_path())
 """)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop.engine.conversations import ConversationStore
+from desktop.chat.conversations import ConversationStore
 from desktop.settings import load_settings
 
 pytestmark = pytest.mark.hardening

@@ -36,7 +36,7 @@ NO_TELEMETRY: dict[str, Any] = {"tracing": False, "metrics": False, "logs": Fals
 
 @dataclass(frozen=True, slots=True)
 class Engine:
-    """What the API serves with at one moment: the current gateway (desktop.engine.gateway.Gateway),
+    """What the API serves with at one moment: the current gateway (desktop.gateway.gateway.Gateway),
     the loaded model's name, whether it reads images, and the app's sampling defaults."""
 
     gateway: Any

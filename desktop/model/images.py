@@ -194,7 +194,7 @@ def _read_regular(path: Path, limit: int, named: str) -> bytes:
 def image_part(part: dict[str, Any], what: str) -> ImageData:
     """The image of one content part: {"type": "image", "image": bytes | ImageData | data URL}
     or OpenAI's {"type": "image_url", "image_url": {"url": "data:..."}}. A file path is never
-    read here: the app's own stored images are read by its image store (engine/image_store.py),
+    read here: the app's own stored images are read by its image store (chat/image_store.py),
     off the event loop, into ImageData before the request is made."""
     if part.get("type") == "image" and "path" in part and part.get("image", part.get("data")) is None:
         raise InvalidRequest(f"{what} is given as a file path; send its bytes (a data: URL) instead: files are not read.")

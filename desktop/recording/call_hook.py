@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from desktop.engine.call_state import CallPhase
+from desktop.call.state import CallPhase
 from desktop.recording.chunker import AudioChunker
 from desktop.recording.lanes import HOLD_MAX_S
 from desktop.recording.writer import SessionRecorder

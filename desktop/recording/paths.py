@@ -19,7 +19,7 @@ FOLDER = re.compile(r"^(\d{8}-\d{6})-(call|chat)-([0-9a-f]{8})$")
 
 def default_root() -> Path:
     """`recordings/` in the user data folder (the same base as the saved conversations)."""
-    from desktop.engine.conversations import data_dir
+    from desktop.chat.conversations import data_dir
 
     return data_dir() / "recordings"
 

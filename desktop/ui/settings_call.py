@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox
 
-from desktop.engine.call_state import CallMode
+from desktop.call.state import CallMode
 from desktop.media.camera import camera_nodes
 from desktop.settings import Settings
 from desktop.ui.settings_form import Page, field_width, float_spin, int_spin

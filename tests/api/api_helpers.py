@@ -13,7 +13,7 @@ import httpx
 from desktop.api.app import Engine, make_app
 from desktop.api.metrics import Metrics
 from desktop.api.server import ApiServer, ApiState
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
 from desktop.workers.config import WorkerConfig

@@ -97,8 +97,8 @@ class ScriptedTranscriber:
 async def call_rig(clock: VirtualClock):
     """The real pieces of a test call on `clock`: the fake speaker (started), the Voice speaking
     espeak into it, and a started gateway over the tiny model on a thread host."""
-    from desktop.engine.gateway import Gateway
-    from desktop.engine.voice import Voice
+    from desktop.gateway.gateway import Gateway
+    from desktop.speech.voice import Voice
     from desktop.media.fake_audio import FakeAudioOutput
     from desktop.model.loader import ModelSpec
     from desktop.model.tts import EspeakTTS

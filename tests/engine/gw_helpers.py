@@ -7,7 +7,7 @@ import asyncio
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable
 
-from desktop.engine.gateway import Gateway, RequestStream
+from desktop.gateway.gateway import Gateway, RequestStream
 from desktop.protocol import TERMINAL, Event
 from desktop.model.messages import Message
 from fake_host import FakeHost

@@ -12,9 +12,9 @@ import pytest
 from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames
 from gw_helpers import run
 
-from desktop.engine.call import Call, CallEvent
-from desktop.engine.call_state import CallMode, CallPhase
-from desktop.engine.voice import Voice
+from desktop.call.call import Call, CallEvent
+from desktop.call.state import CallMode, CallPhase
+from desktop.speech.voice import Voice
 from desktop.media.clock import VirtualClock
 from desktop.model.params import SamplingParams
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desktop.engine.call_state import (
+from desktop.call.state import (
     BeginUtterance, CallMode, CancelUtterance, CallPhase, CallState, EndCall, EndUtterance, SendTurn, StopReply,
 )
-from desktop.engine.heard import SpokenLog
+from desktop.speech.heard import SpokenLog
 
 
 def talk(call: CallState, text: str, t: float) -> list:
@@ -158,7 +158,7 @@ class Sink:
 
 
 def test_ducking_mutes_on_a_sudden_rise_and_comes_back_unless_confirmed():
-    from desktop.engine.call_duck import Ducker
+    from desktop.call.duck import Ducker
 
     sink = Sink()
     duck = Ducker(sink, rise_db=12, floor_db=-50, hold_s=0.3)
@@ -181,7 +181,7 @@ def test_ducking_mutes_on_a_sudden_rise_and_comes_back_unless_confirmed():
 
 
 def test_ducking_on_the_double_talk_detector_and_its_false_alarms():
-    from desktop.engine.call_duck import Ducker
+    from desktop.call.duck import Ducker
 
     sink, alarms = Sink(), []
     duck = Ducker(sink, hold_s=0.3, on_false_alarm=lambda: alarms.append(1))

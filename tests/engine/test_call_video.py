@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from gw_helpers import run
 
-from desktop.engine.call_video import VideoFeed, user_content
-from desktop.engine.gateway import Gateway
+from desktop.call.video import VideoFeed, user_content
+from desktop.gateway.gateway import Gateway
 from desktop.media.camera import VideoFrame
 from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams

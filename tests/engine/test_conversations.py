@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from desktop.engine import conversations as conv_mod
-from desktop.engine import branches
-from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage, data_dir, title_from
-from desktop.engine.export import export, format_for, stats_line, to_json, to_markdown
-from desktop.engine.presets import PresetStore
+from desktop.chat import conversations as conv_mod
+from desktop.chat import branches
+from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage, data_dir, title_from
+from desktop.chat.export import export, format_for, stats_line, to_json, to_markdown
+from desktop.chat.presets import PresetStore
 
 STATS = {"input_tokens": 450, "cached_tokens": 412, "generated_tokens": 60, "kind": "extend", "miss_reason": "",
          "ttft_ms": 85.2, "decode_ms": 4155.0, "finish_reason": "eos"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from desktop.engine import branches
-from desktop.engine.conversations import ConversationStore, StoredMessage
-from desktop.engine.reply_versions import MAX_VERSIONS, ReplyVersion, count, succeed, switch
+from desktop.chat import branches
+from desktop.chat.conversations import ConversationStore, StoredMessage
+from desktop.chat.reply_versions import MAX_VERSIONS, ReplyVersion, count, succeed, switch
 
 
 def regenerated(texts: list[str]) -> StoredMessage:

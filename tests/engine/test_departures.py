@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from desktop.engine.departures import Departures, why_down
+from desktop.gateway.departures import Departures, why_down
 from desktop.model.messages import Message, history_hash, prefix_hashes
 from desktop.protocol import SlotInfo, WorkerState, WorkerStatus
 

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.errors import UnknownSession, WorkerCrashed
 from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, PrefillDone, QueueDone, Queued, QueueUpdate, Stop
 from desktop.errors import InvalidRequest, QueueFullError, UnknownRequest
 from fake_host import FakeHost

@@ -9,7 +9,7 @@ from collections import Counter
 
 from hypothesis import given, settings, strategies as st
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import TERMINAL, Stop
 from desktop.errors import OmnideskError
 from fake_host import FakeHost

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.errors import OmnideskError
 from desktop.protocol import Done, PrefillDone
 from desktop.model.loader import ModelSpec

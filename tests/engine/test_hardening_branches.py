@@ -1,5 +1,5 @@
 """Issue 19, new-user item 4, the engine side: an edit is a branch inside the same conversation
-(engine/branches.py), not a second conversation with the same title. Edit twice, switch, save and
+(chat/branches.py), not a second conversation with the same title. Edit twice, switch, save and
 load, the history the gateway receives from the branch shown, old files load unchanged, and a failed
 edit leaves the conversation (in memory and on disk) as it was. Scripted gateway, no model."""
 
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from desktop.engine import branches
-from desktop.engine.conversations import ConversationStore, StoredMessage
-from desktop.engine.reply import Reply, request_messages
+from desktop.chat import branches
+from desktop.chat.conversations import ConversationStore, StoredMessage
+from desktop.chat.reply import Reply, request_messages
 from desktop.model.params import SamplingParams
 from desktop.protocol import ErrorEvent
 from gw_helpers import run

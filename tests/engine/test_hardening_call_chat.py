@@ -10,11 +10,11 @@ import pytest
 from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames
 from gw_helpers import run
 
-from desktop.call_factory import CallFactory
-from desktop.engine.call import TurnMetrics
-from desktop.engine.call_chat import call_messages, save_call
-from desktop.engine.call_state import CallMode, CallPhase
-from desktop.engine.conversations import ConversationStore
+from desktop.call.factory import CallFactory
+from desktop.call.call import TurnMetrics
+from desktop.call.transcript import call_messages, save_call
+from desktop.call.state import CallMode, CallPhase
+from desktop.chat.conversations import ConversationStore
 from desktop.media.clock import VirtualClock
 from desktop.model.params import SamplingParams
 from desktop.settings import Settings

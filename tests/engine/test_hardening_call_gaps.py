@@ -9,8 +9,8 @@ import pytest
 from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames
 from gw_helpers import run
 
-from desktop.engine.call import Call, CallEvent, TurnMetrics
-from desktop.engine.call_state import CallPhase
+from desktop.call.call import Call, CallEvent, TurnMetrics
+from desktop.call.state import CallPhase
 from desktop.media.clock import VirtualClock
 from desktop.media.fake_audio import FakeAudioOutput
 from desktop.model.params import SamplingParams

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from desktop.engine.conversations import ConversationStore, StoredMessage
-from desktop.engine.export import stats_line, to_json, to_markdown
+from desktop.chat.conversations import ConversationStore, StoredMessage
+from desktop.chat.export import stats_line, to_json, to_markdown
 
 pytestmark = pytest.mark.hardening
 
@@ -115,7 +115,7 @@ def test_two_bad_files_with_one_name_in_one_second_both_kept(tmp_path):
 
 
 def test_a_nested_or_huge_presets_file_is_set_aside_with_a_notice(tmp_path):
-    from desktop.engine.presets import PresetStore
+    from desktop.chat.presets import PresetStore
 
     (tmp_path / "presets.json").write_text('{"presets": ' + "[" * 100_000 + "]" * 100_000 + "}")
     presets = PresetStore(tmp_path)

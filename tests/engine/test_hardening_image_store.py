@@ -13,10 +13,10 @@ import threading
 import pytest
 from PIL import Image
 
-from desktop.engine.conversations import ConversationStore
-from desktop.engine.export import to_json
-from desktop.engine.image_store import ImageStore
-from desktop.engine.reply import Phase, Reply
+from desktop.chat.conversations import ConversationStore
+from desktop.chat.export import to_json
+from desktop.chat.image_store import ImageStore
+from desktop.chat.reply import Phase, Reply
 from desktop.errors import InvalidRequest
 from desktop.model.images import ImageData
 from desktop.model.messages import parse_messages

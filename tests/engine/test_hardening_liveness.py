@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import ChunkEvent, Done, ErrorEvent, Queued
 from desktop.errors import ModelLoadError, OmnideskError
 from desktop.model.loader import ModelSpec

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import Chat, ChunkEvent, Done, PrefillDone, PrefillProgress
-from desktop.engine.reply import prefill_left
+from desktop.chat.reply import prefill_left
 from desktop.model.loader import ModelSpec, load_model
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams

@@ -1,4 +1,4 @@
-"""Issue 8, item 9, the engine side: a Reply (engine/reply.py) saves its conversation as the reply
+"""Issue 8, item 9, the engine side: a Reply (chat/reply.py) saves its conversation as the reply
 streams — at the first words, then at most once a second, written off the caller's thread — so a
 crash loses at most a second of it; an error keeps the partial text as interrupted; Continue sends
 the partial reply back and joins the new text to it. Scripted gateway, no model."""
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from desktop.engine.conversations import INTERRUPTED, STREAMING, ConversationStore, StoredMessage
+from desktop.chat.conversations import INTERRUPTED, STREAMING, ConversationStore, StoredMessage
 from desktop.protocol import ChunkEvent, Done, ErrorEvent, PrefillDone, PrefillProgress, TokenStats
-from desktop.engine.reply import CONTINUE_PROMPT, SAVE_EVERY_S, Reply, joined, prefill_left
+from desktop.chat.reply import CONTINUE_PROMPT, SAVE_EVERY_S, Reply, joined, prefill_left
 from desktop.model.params import SamplingParams
 from gw_helpers import run
 

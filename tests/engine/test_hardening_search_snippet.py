@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from desktop.engine.conversations import Conversation, StoredMessage
-from desktop.engine.search import SNIPPET_CHARS, Hit, SearchIndex, snippet
+from desktop.chat.conversations import Conversation, StoredMessage
+from desktop.chat.search import SNIPPET_CHARS, Hit, SearchIndex, snippet
 
 pytestmark = pytest.mark.hardening
 

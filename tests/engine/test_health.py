@@ -9,9 +9,9 @@ import socket
 
 import pytest
 
-from desktop.engine.gateway import Gateway
-from desktop.engine.health import no_service
-from desktop.engine.mirror import WorkerMirror
+from desktop.gateway.gateway import Gateway
+from desktop.gateway.health import no_service
+from desktop.gateway.mirror import WorkerMirror
 from desktop.errors import ModelLoadError, WorkerCrashed
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desktop.engine.pipeline import (
+from desktop.speech.pipeline import (
     AudioChunk, Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig,
 )
 from desktop.media.clock import ClockMode, VirtualClock

@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from desktop.engine.eta import ServiceTimes, Waits
-from desktop.engine.mirror import Route, WorkerMirror
-from desktop.engine.pool import Entry, Pool
+from desktop.gateway.eta import ServiceTimes, Waits
+from desktop.gateway.mirror import Route, WorkerMirror
+from desktop.gateway.pool import Entry, Pool
 from desktop.protocol import Chat, CreateSession, Generate, SlotInfo
 from desktop.model.messages import Message
 from desktop.protocol import WorkerState, WorkerStatus

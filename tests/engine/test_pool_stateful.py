@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from desktop.engine.pool import Entry, Pool
+from desktop.gateway.pool import Entry, Pool
 from desktop.protocol import Chat, CreateSession, Generate, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.model.messages import Message

@@ -1,7 +1,7 @@
 """ReplyVoice: the stream's own deltas reach the voice unchanged; a silenced or ended reply never
 speaks again; the chat's engine Reply is followed through its listeners."""
 
-from desktop.engine.reply_voice import ReplyVoice
+from desktop.speech.reply_voice import ReplyVoice
 
 
 class FakeVoice:
@@ -22,7 +22,7 @@ class FakeVoice:
 
 
 class FakeReply:
-    """The parts of engine.reply.Reply a ReplyVoice reads."""
+    """The parts of chat.reply.Reply a ReplyVoice reads."""
 
     def __init__(self, rid: str) -> None:
         self.request_id, self.text, self.delta, self.listeners = rid, "", "", []

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desktop.engine.segmenter import Segmenter, SegmenterConfig, speakable
+from desktop.speech.segmenter import Segmenter, SegmenterConfig, speakable
 
 
 def segments(text: str | list[str], config: SegmenterConfig = SegmenterConfig()) -> list[str]:

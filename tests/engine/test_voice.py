@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from desktop.engine.voice import LOADING_MESSAGE, Voice
-from desktop.engine.voice_audio import KeptAudio, VoiceEvent, VoiceEventKind
+from desktop.speech.voice import LOADING_MESSAGE, Voice
+from desktop.speech.voice_audio import KeptAudio, VoiceEvent, VoiceEventKind
 from desktop.media.clock import VirtualClock
 from desktop.media.devices import NO_OUTPUT, AudioUnavailable
 from desktop.media.fake_audio import FakeAudioOutput
@@ -333,8 +333,8 @@ def test_the_speaker_opens_on_first_use_and_a_failure_there_is_reported():
 SMOKE = textwrap.dedent(
     """
     import time
-    from desktop.engine.voice import Voice
-    from desktop.engine.voice_audio import VoiceEventKind
+    from desktop.speech.voice import Voice
+    from desktop.speech.voice_audio import VoiceEventKind
     from desktop.settings import Settings
     voice = Voice.create(Settings(tts_engine="espeak"))
     if not voice.available:

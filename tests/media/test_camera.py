@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from desktop.engine.call_video import VideoFeed, user_content
+from desktop.call.video import VideoFeed, user_content
 from desktop.media.camera import Camera, CameraUnavailable, VideoFrame, camera_problem
 from desktop.media.clock import ClockMode, RealClock, VirtualClock
 from desktop.media.fake_camera import FakeCamera, write_test_video

@@ -119,7 +119,7 @@ def test_a_hundred_images_are_counted_before_any_is_decoded(monkeypatch):
 
 
 def test_a_file_path_is_never_read_from_a_request(tmp_path):
-    """Paths are the image store's business (engine/image_store.py); the gateway's door reads none,
+    """Paths are the image store's business (chat/image_store.py); the gateway's door reads none,
     so an API client cannot make the app read a local file."""
     path = tmp_path / "secret.png"
     path.write_bytes(png())

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from desktop.engine.conversations import Conversation, StoredMessage
+from desktop.chat.conversations import Conversation, StoredMessage
 from desktop.recording.disk import Disk
 
 

@@ -13,10 +13,10 @@ from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_ri
 from gw_helpers import run
 from helpers import FullDisk
 
-from desktop.engine.call import Call
-from desktop.engine.call_video import VideoFeed
+from desktop.call.call import Call
+from desktop.call.video import VideoFeed
 from desktop.media.camera import VideoFrame
-from desktop.engine.call_state import CallPhase
+from desktop.call.state import CallPhase
 from desktop.media.clock import VirtualClock
 from desktop.model.params import SamplingParams
 from desktop.recording.call_hook import CallRecording

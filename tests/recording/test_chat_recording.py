@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from helpers import FakeReply, FullDisk
-from desktop.engine.conversations import Conversation, StoredMessage
+from desktop.chat.conversations import Conversation, StoredMessage
 from desktop.recording.chat_hook import ChatRecording
 from desktop.recording.replay import read_timeline
 from desktop.recording.writer import SessionRecorder, live_folders

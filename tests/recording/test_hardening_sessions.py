@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from helpers import FakeReply
 
-from desktop.engine.call import CallEvent
-from desktop.engine.call_state import CallMode
-from desktop.engine.conversations import Conversation, StoredMessage
-from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
+from desktop.call.call import CallEvent
+from desktop.call.state import CallMode
+from desktop.chat.conversations import Conversation, StoredMessage
+from desktop.speech.voice_audio import VoiceEvent, VoiceEventKind
 from desktop.media.clock import VirtualClock
 from desktop.media.fake_audio import FakeAudioOutput
 from desktop.recording.call_hook import CallRecording

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from desktop.engine.call_state import CallPhase
+from desktop.call.state import CallPhase
 from desktop.recording.call_hook import CallRecording
 from desktop.recording.chunker import AudioChunker
 from desktop.recording.lanes import Gate, WriterPool

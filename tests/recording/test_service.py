@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from helpers import FakeReply
-from desktop.engine.call import CallEvent
-from desktop.engine.call_state import CallMode
-from desktop.engine.conversations import Conversation, StoredMessage
+from desktop.call.call import CallEvent
+from desktop.call.state import CallMode
+from desktop.chat.conversations import Conversation, StoredMessage
 from desktop.media.clock import VirtualClock
 from desktop.media.fake_audio import FakeAudioOutput
 from desktop.recording.library import scan
@@ -24,7 +24,7 @@ from desktop.settings import Settings
 
 
 def fake_call(clock: VirtualClock) -> SimpleNamespace:
-    """The parts of engine.call.Call a recording uses."""
+    """The parts of call.call.Call a recording uses."""
     return SimpleNamespace(clock=clock, state=SimpleNamespace(mode=CallMode.DUPLEX),
                            mic=SimpleNamespace(sample_rate=16000), listeners=[], frame_taps=[])
 

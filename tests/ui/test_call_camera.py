@@ -10,7 +10,7 @@ import time
 import pytest
 from test_call_page import FakeCall, Owner, settle, started
 
-from desktop.engine.call_video import VideoFeed
+from desktop.call.video import VideoFeed
 from desktop.errors import OmnideskError
 from desktop.media.fake_camera import FakeCamera, write_test_video
 from desktop.ui.call import CallPage

@@ -13,8 +13,8 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from desktop.engine.call import CallEvent, TurnMetrics
-from desktop.engine.call_state import CallMode, CallPhase
+from desktop.call.call import CallEvent, TurnMetrics
+from desktop.call.state import CallMode, CallPhase
 from desktop.errors import OmnideskError
 from desktop.settings import Settings
 from desktop.ui.call import CallPage
@@ -26,7 +26,7 @@ NO_MIC = "No microphone found. Connect one, or choose it in Settings → Audio."
 
 
 class FakeCall:
-    """The methods the page uses of engine.call.Call, recorded; `emit` plays the call's events."""
+    """The methods the page uses of call.call.Call, recorded; `emit` plays the call's events."""
 
     def __init__(self, mode: CallMode) -> None:
         self.mode = mode

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from desktop.engine.conversations import ConversationStore
+from desktop.chat.conversations import ConversationStore
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.main_window import MainWindow

@@ -15,8 +15,8 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QImage
 from PySide6.QtTest import QTest
 
-from desktop.engine import export as exporter
-from desktop.engine.conversations import ConversationStore
+from desktop.chat import export as exporter
+from desktop.chat.conversations import ConversationStore
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.chat import composer as composer_module

@@ -11,7 +11,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QMenu
 
-from desktop.engine.conversations import ConversationStore, StoredMessage
+from desktop.chat.conversations import ConversationStore, StoredMessage
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage, dialogs
 

@@ -12,8 +12,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QLineEdit, QMenu
 
-from desktop.engine.conversations import ConversationStore, StoredMessage
-from desktop.engine.voice import Voice
+from desktop.chat.conversations import ConversationStore, StoredMessage
+from desktop.speech.voice import Voice
 from desktop.media.fake_audio import FakeAudioOutput
 from desktop.model.tts import EspeakTTS
 from desktop.settings import Settings

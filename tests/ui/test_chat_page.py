@@ -10,8 +10,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from desktop.engine.conversations import ConversationStore
-from desktop.engine.gateway import Gateway
+from desktop.chat.conversations import ConversationStore
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import ChunkEvent, Done, ErrorEvent
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams

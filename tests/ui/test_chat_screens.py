@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from desktop.engine.conversations import ConversationStore, StoredMessage
-from desktop.engine.presets import PresetStore
+from desktop.chat.conversations import ConversationStore, StoredMessage
+from desktop.chat.presets import PresetStore
 from desktop.protocol import ChunkEvent, Done, ErrorEvent, PrefillDone, TokenStats
 from desktop.errors import OmnideskError, QueueFullError
 from desktop.settings import Settings

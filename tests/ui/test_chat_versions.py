@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from desktop.engine.conversations import ConversationStore
-from desktop.engine.reply_versions import count
+from desktop.chat.conversations import ConversationStore
+from desktop.chat.reply_versions import count
 from desktop.protocol import ChunkEvent
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage

@@ -12,9 +12,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from desktop.engine.conversations import ConversationStore
+from desktop.chat.conversations import ConversationStore
 from desktop.protocol import ChunkEvent, Done, PrefillDone, TokenStats
-from desktop.engine.voice import Voice
+from desktop.speech.voice import Voice
 from desktop.media.devices import NO_OUTPUT
 from desktop.media.fake_audio import FakeAudioOutput
 from desktop.model.tts import EspeakTTS, TTSError

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from desktop.composition import Composition
-from desktop.engine.call import TurnMetrics
+from desktop.call.call import TurnMetrics
 from desktop.settings import Settings
 from desktop.ui.call.page import CallPage
 from desktop.ui.chat.page import ChatPage

@@ -9,7 +9,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from test_call_page import Owner, make_page, settle, started  # noqa: F401  (make_page: a fixture)
 
-from desktop.engine.call_state import CallMode
+from desktop.call.state import CallMode
 
 pytestmark = pytest.mark.hardening
 

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QStandardPaths
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage
+from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.settings import Settings
 from desktop.ui.admin.monitor import Snapshot, WorkerRow
 from desktop.ui.chat import ChatPage, dialogs

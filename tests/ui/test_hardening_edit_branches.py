@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from desktop.engine.conversations import ConversationStore
+from desktop.chat.conversations import ConversationStore
 from desktop.protocol import ErrorEvent
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from desktop.engine.conversations import ConversationStore
+from desktop.chat.conversations import ConversationStore
 from desktop.ui.chat.message_widget import MessageWidget
 
 pytestmark = [pytest.mark.hardening, pytest.mark.timeout(60)]

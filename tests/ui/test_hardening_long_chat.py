@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QAbstractSlider, QApplication
 
-from desktop.engine.conversations import ConversationStore, ReplyVersion, StoredMessage
+from desktop.chat.conversations import ConversationStore, ReplyVersion, StoredMessage
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.chat import message_view

@@ -11,10 +11,10 @@ import shutil
 import pytest
 from PySide6.QtCore import Qt
 
-from desktop.engine.conversations import INTERRUPTED, STREAMING, ConversationStore
-from desktop.engine.gateway import Gateway
+from desktop.chat.conversations import INTERRUPTED, STREAMING, ConversationStore
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import PrefillProgress
-from desktop.engine.reply import CONTINUE_PROMPT
+from desktop.chat.reply import CONTINUE_PROMPT
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.chat.conversation_model import DETAIL_ROLE

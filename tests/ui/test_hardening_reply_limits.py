@@ -9,10 +9,10 @@ import asyncio
 
 import pytest
 
-from desktop.engine.conversations import ConversationStore
-from desktop.engine.export import stats_line
-from desktop.engine.reply import CONTINUE_PROMPT
-from desktop.engine.reply_limit import Cut, limit_of, which_length
+from desktop.chat.conversations import ConversationStore
+from desktop.chat.export import stats_line
+from desktop.chat.reply import CONTINUE_PROMPT
+from desktop.chat.reply_limit import Cut, limit_of, which_length
 from desktop.protocol import ChunkEvent, Done, PrefillDone, TokenStats
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage

@@ -9,7 +9,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from desktop.engine.conversations import ConversationStore, StoredMessage
+from desktop.chat.conversations import ConversationStore, StoredMessage
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage
 from desktop.ui.chat.conversation_model import DETAIL_ROLE

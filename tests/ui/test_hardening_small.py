@@ -13,8 +13,8 @@ from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequen
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QMessageBox, QToolTip
 
-from desktop.engine.conversations import ConversationStore, StoredMessage
-from desktop.engine.voice import Voice
+from desktop.chat.conversations import ConversationStore, StoredMessage
+from desktop.speech.voice import Voice
 from desktop.media.devices import NO_OUTPUT
 from desktop.settings import Settings
 from desktop.ui.chat import ChatPage

@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from desktop.composition import Composition
-from desktop.engine.conversations import ConversationStore, StoredMessage
+from desktop.chat.conversations import ConversationStore, StoredMessage
 from desktop.settings import Settings
 from desktop.ui.chat.page import ChatPage
 

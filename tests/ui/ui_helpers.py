@@ -6,7 +6,7 @@ from __future__ import annotations
 def start_gateway(aloop, config=None, model: str = "tiny"):
     """A started gateway over one tiny-model thread worker (`config`: its WorkerConfig; `model`:
     "tiny-vlm" for the tiny vision model)."""
-    from desktop.engine.gateway import Gateway
+    from desktop.gateway.gateway import Gateway
     from desktop.model.loader import ModelSpec
     from desktop.workers.config import WorkerConfig
     from desktop.workers.thread_host import ThreadHost

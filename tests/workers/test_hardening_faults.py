@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from worker_helpers import make_client, run_all
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import AppendInput, Chat, CreateSession, Done, ErrorEvent, Generate
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.errors import ModelLoadError
 from desktop.model.loader import ModelSpec
 from desktop.protocol import ErrorEvent, WorkerState

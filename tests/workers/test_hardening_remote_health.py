@@ -10,7 +10,7 @@ import logging
 import pytest
 from hostile_server import HostileServer, answer, wait_for
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import Chat, ErrorEvent, WorkerState, WorkerStatus

@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.protocol import ChunkEvent, Done, ErrorEvent
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message

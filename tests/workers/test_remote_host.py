@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from desktop.engine.gateway import Gateway
+from desktop.gateway.gateway import Gateway
 from desktop.errors import WorkerCrashed
 from desktop.model.loader import ModelSpec
 from desktop.model.messages import Message

@@ -8,7 +8,7 @@ from enum import Enum
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from desktop.engine.call_state import CallMode, CallPhase
+from desktop.call.state import CallMode, CallPhase
 from desktop.ui import shortcuts
 
 MODES = (

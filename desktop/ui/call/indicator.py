@@ -7,7 +7,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from desktop.engine.call_state import CallPhase
+from desktop.call.state import CallPhase
 
 IDLE_TEXT = "Not in a call"
 PHASES: dict[CallPhase, tuple[str, str]] = {  # phase → label, dot colour

@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QPersistent
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QTableView, QWidget
 
-from desktop.engine.call import TurnMetrics
+from desktop.call.call import TurnMetrics
 from desktop.ui.tables import read_only_style
 
 Index = QModelIndex | QPersistentModelIndex

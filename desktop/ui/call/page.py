@@ -1,7 +1,7 @@
 """The Call page: start or end a voice call, choose how turns pass (duplex, turn-taking,
 push-to-talk), mute, pause, "Listen now", the camera (a video call); the phase, the microphone
 level, the live transcript, the camera's preview and per-turn metrics. It drives a Qt-free Call
-(engine/call.py) that its owner starts for it."""
+(call/call.py) that its owner starts for it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from desktop.engine.call import Call, CallEvent
-from desktop.engine.call_state import CallMode, CallPhase
+from desktop.call.call import Call, CallEvent
+from desktop.call.state import CallMode, CallPhase
 from desktop.errors import OmnideskError
 from desktop.ui import shortcuts
 from desktop.ui.call.camera_view import CameraPanel

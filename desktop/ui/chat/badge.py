@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from desktop.engine.export import stats_line
+from desktop.chat.export import stats_line
 from desktop.protocol.reasons import sentence_of
 from desktop.ui.chat.style import muted, small_font
 

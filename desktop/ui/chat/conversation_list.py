@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.engine.conversations import Conversation
-from desktop.engine.search import Hit
+from desktop.chat.conversations import Conversation
+from desktop.chat.search import Hit
 from desktop.ui import shortcuts
 from desktop.ui.chat.conversation_delegate import ConversationDelegate
 from desktop.ui.chat.conversation_model import ConversationListModel

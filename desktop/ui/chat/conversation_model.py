@@ -9,8 +9,8 @@ from typing import Any, Sequence
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 
-from desktop.engine.conversations import Conversation
-from desktop.engine.search import Hit
+from desktop.chat.conversations import Conversation
+from desktop.chat.search import Hit
 from desktop.ui.chat.spinner import spinner_icon
 from desktop.ui.plain import plain_tip
 

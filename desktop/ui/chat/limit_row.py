@@ -1,4 +1,4 @@
-"""The line under the last reply when a limit cut it short (engine/reply_limit.py): which limit, what
+"""The line under the last reply when a limit cut it short (chat/reply_limit.py): which limit, what
 to do, and Continue when the reply length limit cut it (Continue appends to the same reply). An
 earlier reply says it in its badge only."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-from desktop.engine.reply_limit import Limit
+from desktop.chat.reply_limit import Limit
 from desktop.ui.chat.style import muted, small_font
 
 

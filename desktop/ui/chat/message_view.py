@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QApplication, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
-from desktop.engine.conversations import INTERRUPTED, StoredMessage
-from desktop.engine.branches import position
+from desktop.chat.conversations import INTERRUPTED, StoredMessage
+from desktop.chat.branches import position
 from desktop.ui.chat.message_widget import MessageWidget
 from desktop.ui.chat.notice import TurnNotice
 from desktop.ui.chat.style import CONTENT_MAX_WIDTH, muted

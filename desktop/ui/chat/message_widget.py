@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QToolButton, QVBoxLayout, QWidget,
 )
 
-from desktop.engine.reply_limit import limit_of
+from desktop.chat.reply_limit import limit_of
 from desktop.ui.chat.badge import Badge
 from desktop.ui.chat.limit_row import LimitRow
 from desktop.ui.chat.markdown_view import MarkdownView

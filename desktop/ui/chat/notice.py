@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from desktop.engine.conversations import Conversation
+from desktop.chat.conversations import Conversation
 from desktop.ui.chat.style import accent, muted, small_font, wash
 
 FRIENDLY = {

@@ -10,14 +10,14 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
-from desktop.engine import branches
-from desktop.engine.branches import Edit
-from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage
-from desktop.engine.presets import PresetStore
-from desktop.engine.reply import Reply
-from desktop.engine.reply_versions import count, switch
-from desktop.engine.search import match_index, terms
-from desktop.engine.voice import Voice
+from desktop.chat import branches
+from desktop.chat.branches import Edit
+from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
+from desktop.chat.presets import PresetStore
+from desktop.chat.reply import Reply
+from desktop.chat.reply_versions import count, switch
+from desktop.chat.search import match_index, terms
+from desktop.speech.voice import Voice
 from desktop.settings import Settings
 from desktop.ui.chat.composer import Composer
 from desktop.ui.chat.conversation_list import ConversationList

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from desktop.engine import export as exporter
-from desktop.engine.conversations import Conversation
-from desktop.engine.voice import Voice
+from desktop.chat import export as exporter
+from desktop.chat.conversations import Conversation
+from desktop.speech.voice import Voice
 from desktop.ui.chat import dialogs
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.engine.presets import PresetStore
+from desktop.chat.presets import PresetStore
 from desktop.ui.chat.style import muted, small_font
 from desktop.ui.plain import plain_tip
 

@@ -8,9 +8,9 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from desktop.engine.conversations import Conversation
-from desktop.engine.reply import Reply
-from desktop.engine.reply_limit import WINDOW_ADVICE
+from desktop.chat.conversations import Conversation
+from desktop.chat.reply import Reply
+from desktop.chat.reply_limit import WINDOW_ADVICE
 from desktop.ui.chat.notice import FRIENDLY, in_user_terms, over, too_long
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The chat page's replies: at most one per conversation, each a Reply (engine/reply.py) run as an
+"""The chat page's replies: at most one per conversation, each a Reply (chat/reply.py) run as an
 asyncio task whether or not its conversation is shown. The shown conversation's reply is drawn
 into the view (its text, how far a long prompt has been read, the queue banner, the voice); the
 others turn a spinner in the conversation list. Tasks keeps strong references to the tasks."""
@@ -10,11 +10,11 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any, Coroutine
 
-from desktop.engine.branches import Edit
-from desktop.engine.conversations import INTERRUPTED, Conversation, StoredMessage
-from desktop.engine.export import stats_line
-from desktop.engine.reply import Phase, Reply
-from desktop.engine.reply_versions import count
+from desktop.chat.branches import Edit
+from desktop.chat.conversations import INTERRUPTED, Conversation, StoredMessage
+from desktop.chat.export import stats_line
+from desktop.chat.reply import Phase, Reply
+from desktop.chat.reply_versions import count
 from desktop.ui.chat.message_widget import THINKING, MessageWidget
 from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, in_user_terms
 from desktop.ui.chat.take_back import TakeBack, wanted

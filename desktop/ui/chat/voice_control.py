@@ -1,6 +1,6 @@
 """The chat page's voice: the Voice toggle (Ctrl+Shift+V), Replay on spoken replies, and the
 Voice's events brought onto the Qt thread as button states and notes. The replies themselves are
-spoken by the Qt-free engine.reply_voice.ReplyVoice, straight from their event streams."""
+spoken by the Qt-free speech.reply_voice.ReplyVoice, straight from their event streams."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from PySide6.QtCore import QObject, QPoint, QPointF, QRect, QRectF, Qt, QTimer, 
 from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QToolButton, QToolTip, QWidget
 
-from desktop.engine.reply import Reply
-from desktop.engine.reply_voice import ReplyVoice
-from desktop.engine.voice import Voice
-from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
+from desktop.chat.reply import Reply
+from desktop.speech.reply_voice import ReplyVoice
+from desktop.speech.voice import Voice
+from desktop.speech.voice_audio import VoiceEvent, VoiceEventKind
 from desktop.ui import shortcuts
 from desktop.ui.chat.message_view import MessageView
 from desktop.ui.chat.message_widget import MessageWidget, VoiceState

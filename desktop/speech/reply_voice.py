@@ -88,7 +88,7 @@ class ReplyVoice:
             self.voice.stop()
 
     def follow(self, reply: Any) -> None:
-        """Speak an engine.reply.Reply as it streams (its listeners give text, done, failed)."""
+        """Speak a chat.reply.Reply as it streams (its listeners give text, done, failed)."""
         reply.listeners.append(self._on_reply)
         self._followed.append(reply)
 

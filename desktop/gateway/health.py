@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from desktop.engine.mirror import WorkerMirror
+from desktop.gateway.mirror import WorkerMirror
 from desktop.errors import REMOTE_UNREACHABLE as UNREACHABLE
 from desktop.errors import ContextOverflow, InvalidRequest, ModelLoadError, OmnideskError, WorkerCrashed
 from desktop.model.messages import first_unencodable, limit_words

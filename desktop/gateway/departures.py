@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterable
 
-from desktop.engine.health import UNREACHABLE
+from desktop.gateway.health import UNREACHABLE
 from desktop.protocol import SlotInfo, WorkerState, WorkerStatus
 from desktop.protocol.reasons import moved
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop.engine.conversations import data_dir
+from desktop.chat.conversations import data_dir
 from desktop.safefile import clean_stale_temps, load_json, set_aside, write_atomic
 
 log = logging.getLogger(__name__)

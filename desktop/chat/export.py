@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from desktop.engine.conversations import Conversation
-from desktop.engine.reply_limit import limit_of
+from desktop.chat.conversations import Conversation
+from desktop.chat.reply_limit import limit_of
 from desktop.protocol.reasons import label_of
 from desktop.safefile import write_atomic
 

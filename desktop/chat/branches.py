@@ -10,10 +10,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from desktop.engine import reply_versions
+from desktop.chat import reply_versions
 
 if TYPE_CHECKING:
-    from desktop.engine.conversations import Conversation, StoredMessage
+    from desktop.chat.conversations import Conversation, StoredMessage
 
 
 @dataclass(slots=True)

@@ -9,8 +9,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from desktop.engine.eta import ServiceTimes, Waits
-from desktop.engine.mirror import IN_USE, Duplex, Route, WorkerMirror
+from desktop.gateway.eta import ServiceTimes, Waits
+from desktop.gateway.mirror import IN_USE, Duplex, Route, WorkerMirror
 from desktop.protocol import Chat, Command, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.protocol import WorkerState, WorkerStatus

@@ -19,13 +19,13 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from desktop.engine.call_state import (
+from desktop.call.state import (
     Action, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance, EndCall, EndUtterance, SendTurn, StopReply,
 )
-from desktop.engine.call_duck import Ducker
-from desktop.engine.call_video import VideoFeed, user_content
-from desktop.engine.reply_voice import ReplyVoice
-from desktop.engine.voice_audio import VoiceEvent, VoiceEventKind
+from desktop.call.duck import Ducker
+from desktop.call.video import VideoFeed, user_content
+from desktop.speech.reply_voice import ReplyVoice
+from desktop.speech.voice_audio import VoiceEvent, VoiceEventKind
 from desktop.errors import OmnideskError
 from desktop.media.clock import Clock, RealClock
 from desktop.media.frames import level_db

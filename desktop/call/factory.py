@@ -1,7 +1,7 @@
 """Starts voice calls for the Call page (part of the composition root): opens the microphone from
 Settings, loads the VAD and Whisper once (kept for later calls), builds a Call on the gateway and
 the app's Voice, and runs its media thread (the microphone read and every frame's processing).
-A call that ends is saved as a chat conversation (engine/call_chat.py) when a store is given."""
+A call that ends is saved as a chat conversation (call/transcript.py) when a store is given."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import logging
 import threading
 from typing import Any, Callable
 
-from desktop.engine.call import Call
-from desktop.engine.call_video import VideoFeed
+from desktop.call.call import Call
+from desktop.call.video import VideoFeed
 from desktop.errors import OmnideskError
 from desktop.media.clock import Clock, RealClock
-from desktop.engine.call_state import CallMode, CallPhase
+from desktop.call.state import CallMode, CallPhase
 from desktop.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class CallFactory:
         itself went well)."""
         if self.store is None:
             return
-        from desktop.engine.call_chat import save_call
+        from desktop.call.transcript import save_call
 
         try:
             conv = save_call(self.store, list(call.turns), call.system or "")
@@ -108,7 +108,7 @@ class CallFactory:
             self.on_saved(conv)
 
     def _parts(self, settings: Settings) -> Any:
-        from desktop.engine.call_parts import make_call_parts
+        from desktop.call.parts import make_call_parts
         from desktop.media.asr import ASRUnavailable, WhisperASR
 
         device = settings.device if settings.device.startswith("cuda") else "cpu"  # ASR beside the model

@@ -8,10 +8,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from desktop.engine.saved_fields import clean_text, reply_stats, timestamp
+from desktop.chat.saved_fields import clean_text, reply_stats, timestamp
 
 if TYPE_CHECKING:
-    from desktop.engine.conversations import StoredMessage
+    from desktop.chat.conversations import StoredMessage
 
 MAX_VERSIONS = 10  # of one reply, the shown one included; the oldest go first
 

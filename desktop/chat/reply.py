@@ -15,10 +15,10 @@ from dataclasses import asdict
 from enum import Enum
 from typing import Any, Callable
 
-from desktop.engine.conversations import INTERRUPTED, STREAMING, Conversation, ConversationStore, StoredMessage
-from desktop.engine.branches import Edit, undo
-from desktop.engine.reply_limit import which_length
-from desktop.engine.reply_versions import succeed
+from desktop.chat.conversations import INTERRUPTED, STREAMING, Conversation, ConversationStore, StoredMessage
+from desktop.chat.branches import Edit, undo
+from desktop.chat.reply_limit import which_length
+from desktop.chat.reply_versions import succeed
 from desktop.protocol import (
     ChunkEvent, Done, ErrorEvent, PrefillDone, PrefillProgress, Queued, QueueDone, QueueUpdate,
 )

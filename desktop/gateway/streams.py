@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
-from desktop.engine.pool import Entry
+from desktop.gateway.pool import Entry
 from desktop.protocol import TERMINAL, Event
 from desktop.model.messages import Message
 

@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from desktop.engine.saved_fields import clean_text, reply_stats, timestamp
-from desktop.engine.search import Hit, SearchIndex
-from desktop.engine.image_store import ImageStore
-from desktop.engine.branches import Branch
-from desktop.engine.reply_versions import ReplyVersion
+from desktop.chat.saved_fields import clean_text, reply_stats, timestamp
+from desktop.chat.search import Hit, SearchIndex
+from desktop.chat.image_store import ImageStore
+from desktop.chat.branches import Branch
+from desktop.chat.reply_versions import ReplyVersion
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 
 log = logging.getLogger(__name__)
@@ -207,7 +207,7 @@ class ConversationStore:
         return [hit.conv for hit in self.find(query)]
 
     def find(self, query: str) -> list[Hit]:
-        """Like `search`, each with where its messages matched (see engine/search.py)."""
+        """Like `search`, each with where its messages matched (see chat/search.py)."""
         return self._index.search(self.list(), query)
 
     def new(self, system_prompt: str = "", preset: str = "") -> Conversation:

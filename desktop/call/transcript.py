@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
-from desktop.engine.conversations import Conversation, ConversationStore, StoredMessage, title_from
+from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage, title_from
 
 log = logging.getLogger(__name__)
 TITLE_PREFIX = "Call · "

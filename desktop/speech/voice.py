@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from desktop.engine.heard import SpokenLog
-from desktop.engine.pipeline import AudioChunk, Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig
-from desktop.engine.speech_types import AudioSink, TTSEngine
-from desktop.engine.voice_audio import KEEP_REPLIES, KEEP_SECONDS, KeptAudio, Play, VoiceEvent, VoiceEventKind
+from desktop.speech.heard import SpokenLog
+from desktop.speech.pipeline import AudioChunk, Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig
+from desktop.speech.speech_types import AudioSink, TTSEngine
+from desktop.speech.voice_audio import KEEP_REPLIES, KEEP_SECONDS, KeptAudio, Play, VoiceEvent, VoiceEventKind
 from desktop.errors import OmnideskError
 from desktop.media.clock import Clock, RealClock
 

@@ -11,21 +11,21 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from desktop.engine.departures import why_down
-from desktop.engine.health import no_service
+from desktop.gateway.departures import why_down
+from desktop.gateway.health import no_service
 from desktop.protocol import (
     TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
     TokenStats,
 )
-from desktop.engine.pool import Entry
-from desktop.engine.streams import Request
+from desktop.gateway.pool import Entry
+from desktop.gateway.streams import Request
 from desktop.errors import WorkerCrashed
 from desktop.model.messages import Message, prefix_hashes
 from desktop.protocol import WorkerHost, WorkerStatus
 from desktop.protocol.reasons import CacheReason, reason_of
 
 if TYPE_CHECKING:
-    from desktop.engine.gateway import Gateway
+    from desktop.gateway.gateway import Gateway
 
 log = logging.getLogger(__name__)
 

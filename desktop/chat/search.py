@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from desktop.engine.conversations import Conversation
+    from desktop.chat.conversations import Conversation
 
 SNIPPET_CHARS = 70  # of message text around the first match
 

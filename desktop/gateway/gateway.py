@@ -11,16 +11,16 @@ import uuid
 from collections import Counter
 from typing import Any, Callable, Iterable, Sequence
 
-from desktop.engine.departures import Departures
-from desktop.engine.health import check_request_id, check_system, no_service
-from desktop.engine.pool import Entry, Pool
+from desktop.gateway.departures import Departures
+from desktop.gateway.health import check_request_id, check_system, no_service
+from desktop.gateway.pool import Entry, Pool
 from desktop.protocol import (
     AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued, TruncateReply,
     QueueUpdate, Stop, TokenStats,
 )
-from desktop.engine.intake import EventIntake
-from desktop.engine.sessions import SessionTable
-from desktop.engine.streams import Request, RequestStream
+from desktop.gateway.intake import EventIntake
+from desktop.gateway.sessions import SessionTable
+from desktop.gateway.streams import Request, RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
 from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, char_limit, history_hash, parse_messages

@@ -13,8 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from desktop.engine.segmenter import Segmenter, SegmenterConfig
-from desktop.engine.speech_types import AudioChunk, AudioSink, PipelineDone, PipelineError, Segment, TextDelta, TTSEngine
+from desktop.speech.segmenter import Segmenter, SegmenterConfig
+from desktop.speech.speech_types import AudioChunk, AudioSink, PipelineDone, PipelineError, Segment, TextDelta, TTSEngine
 from desktop.media.clock import Clock, RealClock
 
 __all__ = ["AudioChunk", "AudioSink", "Pipeline", "PipelineDone", "PipelineError", "Segment",
