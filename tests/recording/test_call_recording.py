@@ -68,6 +68,9 @@ def test_a_recorded_call(tmp_path, disk):
         await frames(25, True)
         await until(lambda: call.phase is CallPhase.SPEAKING)
         await frames(40, False)
+        # the reply's audio comes from real threads: under load none may have played yet, and a
+        # barge-in then hears nothing (a flake seen once under load 10); wait for 0.4 s of it
+        await until(lambda: (np.abs(speaker.played()) > 0.01).sum() >= 0.4 * speaker.device_rate)
         await frames(5, True)  # barge-in
         first = call.turns[0]
         for _ in range(400):
