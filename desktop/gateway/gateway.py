@@ -13,14 +13,15 @@ from typing import Any, Callable, Iterable, Sequence
 
 from desktop.gateway.departures import Departures
 from desktop.gateway.health import check_request_id, check_system, no_service
-from desktop.gateway.pool import Entry, Pool
+from desktop.gateway.pool import Pool
 from desktop.protocol import (
     AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued, TruncateReply,
     QueueUpdate, Stop, TokenStats,
 )
 from desktop.gateway.intake import EventIntake
 from desktop.gateway.sessions import SessionTable
-from desktop.gateway.streams import Request, RequestStream
+from desktop.gateway.request import Request, Status
+from desktop.gateway.streams import RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
 from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, char_limit, history_hash, parse_messages
@@ -61,8 +62,8 @@ class Gateway(EventIntake):
         self._position_flush: asyncio.TimerHandle | None = None
         self._changed = asyncio.Event()
         self._closed = False
-        self.observers: list[Callable[[Entry, Done | ErrorEvent], None]] = []
-        """Called on the loop with each user request's entry and terminal event (stats with the
+        self.observers: list[Callable[[Request, Done | ErrorEvent], None]] = []
+        """Called on the loop with each user request and its terminal event (stats with the
         queue wait included), e.g. by /metrics; an observer that raises is logged, never fatal."""
 
     # ------------------------------------------------------------------ life
@@ -148,8 +149,7 @@ class Gateway(EventIntake):
             raise InvalidRequest(NO_IMAGES)  # at the door: no loaded model here can see them
         params = as_params(params)
         rid = self._new_id(request_id)
-        entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin)
-        return self._enqueue(entry, msgs)
+        return self._enqueue(Request(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin))
 
     async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
         """Open a session on one worker (for its whole life) and prefill the system prompt. A
@@ -158,22 +158,22 @@ class Gateway(EventIntake):
         system = check_system(system, self._max_chars())
         sid = f"s-{uuid.uuid4().hex[:12]}"
         rid = f"create-{sid}"
-        entry = Entry(rid, CreateSession(rid, sid, system), self._future(), session_id=sid, call=call)
-        self._enqueue(entry)
+        req = Request(rid, CreateSession(rid, sid, system), self._future(), call=call)
+        self._enqueue(req)
         try:
-            event = await asyncio.shield(entry.done)
+            event = await asyncio.shield(req.done)
         except asyncio.CancelledError:  # the caller gave up: never leave a session behind
             if self._pool.is_queued(rid):
                 await self.cancel(rid)
             elif rid in self._requests:
-                self._requests[rid].end_after = True
+                self._requests[rid].status = Status.ABANDONED
             raise
         if isinstance(event, ErrorEvent):
             cls = {WorkerCrashed.code: WorkerCrashed, ModelLoadError.code: ModelLoadError,
                    WorkerRemoved.code: WorkerRemoved}.get(event.code, OmnideskError)
             raise cls(event.message, code=event.code, retryable=event.retryable)
-        if call and entry.worker_id is not None:
-            self._pool.mark_call(entry.worker_id, sid, paused=False)
+        if call and req.worker_id is not None:
+            self._pool.mark_call(req.worker_id, sid, paused=False)
         return sid
 
     def pause_call(self, session_id: str, paused: bool) -> None:
@@ -187,15 +187,13 @@ class Gateway(EventIntake):
         worker_id = self._sessions.worker_of(session_id)
         msgs = parse_messages(messages, self._max_chars())
         rid = self._new_id(None)
-        entry = Entry(rid, AppendInput(rid, session_id, msgs), self._future(), pin=worker_id, session_id=session_id)
-        return self._enqueue(entry)
+        return self._enqueue(Request(rid, AppendInput(rid, session_id, msgs), self._future(), pin=worker_id))
 
     def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None) -> RequestStream:
         """Generate the session's reply from what was appended so far."""
         worker_id = self._sessions.worker_of(session_id)
         rid = self._new_id(None)
-        entry = Entry(rid, Generate(rid, session_id, as_params(params)), self._future(), pin=worker_id, session_id=session_id)
-        return self._enqueue(entry)
+        return self._enqueue(Request(rid, Generate(rid, session_id, as_params(params)), self._future(), pin=worker_id))
 
     async def truncate_reply(self, session_id: str, text: str) -> None:
         """The session's last message, the reply it generated, becomes `text`: what the user heard
@@ -204,9 +202,8 @@ class Gateway(EventIntake):
         worker_id = self._sessions.worker_of(session_id)
         text = parse_messages([Message("assistant", text)], self._max_chars())[0].content if text else ""
         rid = self._new_id(None)
-        entry = Entry(rid, TruncateReply(rid, session_id, text), self._future(), pin=worker_id, session_id=session_id)
         last = None
-        async for event in self._enqueue(entry):
+        async for event in self._enqueue(Request(rid, TruncateReply(rid, session_id, text), self._future(), pin=worker_id)):
             last = event
         if isinstance(last, ErrorEvent):
             raise OmnideskError(last.message, code=last.code, retryable=last.retryable)
@@ -217,13 +214,14 @@ class Gateway(EventIntake):
         the gateway ends the stream itself (its capacity stays held until the worker answers or
         is declared down). Else UnknownRequest."""
         req = self._requests.get(check_request_id(request_id))
-        if req is None or req.side or req.detached:
+        if req is None or req.side or req.status is Status.DETACHED:
             raise UnknownRequest(f"Request {request_id!r} is not queued or running (it may have finished already).")
         if self._pool.cancel(request_id) is not None:
             self._end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
-        elif not req.stop_sent:
-            req.stop_sent = True
-            self._submit(req.entry.worker_id, Stop(request_id))  # type: ignore[arg-type]
+        elif req.status in (Status.RUNNING, Status.ABANDONED):  # an abandoned create still ends its session
+            if req.status is Status.RUNNING:
+                req.status = Status.STOPPING
+            self._submit(req.worker_id, Stop(request_id))  # type: ignore[arg-type]
             self._loop.call_later(self._grace, self._end_unanswered, req)  # type: ignore[union-attr]
 
     async def end_session(self, session_id: str) -> None:
@@ -233,10 +231,10 @@ class Gateway(EventIntake):
         if self._sessions.is_closed(session_id):
             return
         worker_id = self._sessions.end(session_id)
-        for req in [r for r in self._requests.values() if r.entry.session_id == session_id and not r.side]:
+        for req in [r for r in self._requests.values() if r.session_id == session_id and not r.side]:
             await self.cancel(req.request_id)
         if (mirror := self._pool.workers.get(worker_id)) is not None and mirror.up:
-            event = await asyncio.shield(self._send_end(worker_id, session_id).entry.done)
+            event = await asyncio.shield(self._send_end(worker_id, session_id).done)
             if isinstance(event, ErrorEvent) and event.code not in (WorkerCrashed.code, WorkerRemoved.code, "shutdown"):
                 log.warning("Worker %s could not end session %s: %s", worker_id, session_id, event.message)
 
@@ -276,44 +274,42 @@ class Gateway(EventIntake):
     def _max_chars(self) -> int:
         return char_limit(self.context_length())
 
-    def _enqueue(self, entry: Entry, messages: tuple[Message, ...] = ()) -> RequestStream:
+    def _enqueue(self, req: Request) -> RequestStream:
         unable = no_service(self._pool.workers.values())
         if unable is not None:  # nothing would ever take it: say why now instead of queueing forever
             raise unable
-        req = Request(entry, messages=messages)
-        self._requests[entry.request_id] = req
+        self._requests[req.request_id] = req
         try:
-            self._pool.submit(entry)  # may assign at once: on_assign needs the request registered
+            self._pool.submit(req)  # may assign at once: on_assign needs the request registered
         except Exception:
-            del self._requests[entry.request_id]
+            del self._requests[req.request_id]
             raise
         self._counts["submitted"] += 1
-        self._counts[f"origin:{entry.origin}"] += 1
+        self._counts[f"origin:{req.origin}"] += 1
         return RequestStream(req, self.cancel)
 
     def _send_end(self, worker_id: str, session_id: str) -> Request:
         rid = f"end-{session_id}"
-        entry = Entry(rid, EndSession(rid, session_id), self._loop.create_future(), session_id=session_id)  # type: ignore[union-attr]
-        entry.worker_id = worker_id
-        req = self._requests[rid] = Request(entry, side=True)
-        self._submit(worker_id, entry.cmd)
+        req = Request(rid, EndSession(rid, session_id), self._loop.create_future(),  # type: ignore[union-attr]
+                      status=Status.RUNNING, worker_id=worker_id)
+        self._requests[rid] = req
+        self._submit(worker_id, req.cmd)
         return req
 
     # ------------------------------------------------------------------ internals: pool callbacks
 
-    def _on_assign(self, entry: Entry) -> None:
-        req = self._requests[entry.request_id]
-        if req.queued:
-            req.events.put_nowait(QueueDone(entry.request_id, entry.waited_ms))
-        self._submit(entry.worker_id, entry.cmd)  # type: ignore[arg-type]
+    def _on_assign(self, req: Request) -> None:
+        if req.status is Status.QUEUED:
+            req.events.put_nowait(QueueDone(req.request_id, req.waited_ms))
+        req.status = Status.RUNNING
+        self._submit(req.worker_id, req.cmd)  # type: ignore[arg-type]
 
-    def _on_position(self, entry: Entry, first: bool) -> None:
-        req = self._requests[entry.request_id]
-        req.queued = True
+    def _on_position(self, req: Request, first: bool) -> None:
+        req.status = Status.QUEUED
         if first or self._position_every_s <= 0 or self._loop is None:
-            req.events.put_nowait((Queued if first else QueueUpdate)(entry.request_id, entry.position, entry.eta_s))
+            req.events.put_nowait((Queued if first else QueueUpdate)(req.request_id, req.position, req.eta_s))
             return
-        self._moved.add(entry.request_id)
+        self._moved.add(req.request_id)
         if self._position_flush is None:
             self._position_flush = self._loop.call_later(self._position_every_s, self._send_positions)
 
@@ -321,9 +317,9 @@ class Gateway(EventIntake):
         """Each request that moved up since the last send and still waits hears where it is now."""
         self._position_flush = None
         moved, self._moved = self._moved, set()
-        for entry in self._pool.queued():
-            if entry.request_id in moved and (req := self._requests.get(entry.request_id)) is not None:
-                req.events.put_nowait(QueueUpdate(entry.request_id, entry.position, entry.eta_s))
+        for req in self._pool.queued():
+            if req.request_id in moved and self._requests.get(req.request_id) is req:
+                req.events.put_nowait(QueueUpdate(req.request_id, req.position, req.eta_s))
 
     def _submit(self, worker_id: str, cmd: Any) -> None:
         try:

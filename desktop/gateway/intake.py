@@ -17,8 +17,7 @@ from desktop.protocol import (
     TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
     TokenStats,
 )
-from desktop.gateway.pool import Entry
-from desktop.gateway.streams import Request
+from desktop.gateway.request import Request, Status
 from desktop.errors import WorkerCrashed
 from desktop.model.messages import Message, prefix_hashes
 from desktop.protocol import WorkerHost, WorkerStatus
@@ -54,10 +53,10 @@ class EventIntake:
             self._on_status(event)
             return
         req = self._requests.get(getattr(event, "request_id", None))  # type: ignore[arg-type]
-        if req is None or req.entry.worker_id != worker_id or req.detached:  # late (after a crash, cancel or Stop)
+        if req is None or req.worker_id != worker_id or req.status is Status.DETACHED:  # late (after a crash, cancel or Stop)
             self._counts["dropped_events"] += 1
             log.debug("Dropped %s from %s for a request not running there", type(event).__name__, worker_id)
-            if req is not None and req.detached and isinstance(event, TERMINAL):
+            if req is not None and req.status is Status.DETACHED and isinstance(event, TERMINAL):
                 self._end(req, event)  # the worker answered the cancel at last: free its capacity
             return
         if isinstance(event, ChunkEvent):
@@ -82,23 +81,23 @@ class EventIntake:
             self._worker_gone(status.worker_id, failed, why, WorkerCrashed.code)
         self._workers_changed()
 
-    def _worker_gone(self: Gateway, worker_id: str, failed: list[Entry], why: str, code: str) -> None:
+    def _worker_gone(self: Gateway, worker_id: str, failed: list[Request], why: str, code: str) -> None:
         """A worker went down or left the pool: its sessions are over, and `failed` (what ran
         there or waited pinned to it, already out of the pool) and its EndSessions end with `code`."""
         self._sessions.drop_worker(worker_id, why, code)
-        for entry in failed:
-            again = "the request can be retried" if entry.pin is None else "start a new session"
-            self._fail(entry.request_id, code, f"{why}; {again}.", retryable=entry.pin is None, release=False)
-        for req in [r for r in self._requests.values() if r.side and r.entry.worker_id == worker_id]:
-            self._fail(req.entry.request_id, code, f"{why}.", release=False)
+        for req in failed:
+            again = "the request can be retried" if req.pin is None else "start a new session"
+            self._fail(req.request_id, code, f"{why}; {again}.", retryable=req.pin is None, release=False)
+        for req in [r for r in self._requests.values() if r.side and r.worker_id == worker_id]:
+            self._fail(req.request_id, code, f"{why}.", release=False)
 
     def _workers_changed(self: Gateway) -> None:
         """A worker's state changed, or one left: if none can serve now, what waits in the queue
         would wait forever (it fails with why); wake whoever waits for a change (wait_ready)."""
         unable = no_service(self._pool.workers.values())
         if unable is not None:
-            for entry in self._pool.drop_queued():
-                self._fail(entry.request_id, unable.code, unable.message, retryable=unable.retryable, release=False)
+            for req in self._pool.drop_queued():
+                self._fail(req.request_id, unable.code, unable.message, retryable=unable.retryable, release=False)
         self._changed.set()
         self._changed = asyncio.Event()
 
@@ -111,61 +110,60 @@ class EventIntake:
         """A cancel its worker has not answered within the grace (stuck or slow): end the stream
         now. The request stays registered, detached, so that the worker's own terminal event (or
         its going down) gives its capacity back; its other late events are dropped."""
-        if self._closed or self._requests.get(req.request_id) is not req or isinstance(req.entry.cmd, CreateSession):
+        if self._closed or self._requests.get(req.request_id) is not req or isinstance(req.cmd, CreateSession):
             return
         log.warning("Worker %s did not answer a cancel of %s within %.1f s; ended it here",
-                    req.entry.worker_id, req.request_id, self._grace)
-        done = Done(req.request_id, "".join(req.chunks), TokenStats(finish_reason="cancelled", queue_ms=req.entry.waited_ms))
-        req.detached = True
+                    req.worker_id, req.request_id, self._grace)
+        done = Done(req.request_id, "".join(req.chunks), TokenStats(finish_reason="cancelled", queue_ms=req.waited_ms))
+        req.status = Status.DETACHED
         self._counts["cancelled"] += 1
         req.events.put_nowait(done)
-        if not req.entry.done.done():
-            req.entry.done.set_result(done)
+        if not req.done.done():
+            req.done.set_result(done)
 
-    def _why_missed(self: Gateway, entry: Entry, done: Done) -> str:
+    def _why_missed(self: Gateway, req: Request, done: Done) -> str:
         """The Done's miss reason, unless the chat's conversation was cached on a worker that has
         since gone (removed, unreachable, crashed) and this one had to rebuild it: then that move."""
-        if not isinstance(entry.cmd, Chat) or entry.worker_id is None:
+        if not isinstance(req.cmd, Chat) or req.worker_id is None:
             return done.stats.miss_reason
-        moved = self._departures.take(entry.history, entry.worker_id)
+        moved = self._departures.take(req.history, req.worker_id)
         kept = reason_of(done.stats.miss_reason, done.stats.kind) in KEPT
         return moved if moved and not kept else done.stats.miss_reason
 
     def _end(self: Gateway, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
         """Deliver the one terminal event of a request and give back what it held."""
-        entry = req.entry
-        self._requests.pop(entry.request_id, None)
+        self._requests.pop(req.request_id, None)
         ok = isinstance(event, Done)
         snapshot, slot = (event.slots, event.stats.slot) if isinstance(event, Done) else ((), -1)
-        if req.detached:  # its client already had its terminal event
+        if req.status is Status.DETACHED:  # its client already had its terminal event
             if release:
-                self._pool.release(entry.request_id, snapshot, ok=ok, slot=slot)
+                self._pool.release(req.request_id, snapshot, ok=ok, slot=slot)
             return
         cancelled = isinstance(event, Done) and event.stats.finish_reason == "cancelled"
         if release and not req.side:
             hashes = None
             if isinstance(event, Done) and req.messages and not event.slots:  # no snapshot: it holds the reply too
                 hashes = tuple(prefix_hashes(req.messages + (Message("assistant", event.text),)))
-            self._pool.release(entry.request_id, snapshot, ok=ok, hashes=hashes, slot=slot)
+            self._pool.release(req.request_id, snapshot, ok=ok, hashes=hashes, slot=slot)
         if isinstance(event, Done):
-            event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + entry.waited_ms,
-                                                 worker=entry.worker_id or "", miss_reason=self._why_missed(entry, event)))
-            if isinstance(entry.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
+            event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + req.waited_ms,
+                                                 worker=req.worker_id or "", miss_reason=self._why_missed(req, event)))
+            if isinstance(req.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
                 self._kinds[event.stats.kind] += 1
         if not req.side:  # EndSession is bookkeeping, not a request of the user's
             self._counts["cancelled" if cancelled else "completed" if ok else "failed"] += 1
             for observe in self.observers:
                 try:
-                    observe(entry, event)
+                    observe(req, event)
                 except Exception:  # metrics must never break a request's delivery
                     log.exception("A gateway observer failed")
         req.events.put_nowait(event)
-        if not entry.done.done():
-            entry.done.set_result(event)
-        if isinstance(entry.cmd, CreateSession) and ok and entry.worker_id is not None:
-            if req.end_after:
-                self._send_end(entry.worker_id, entry.cmd.session_id)
+        if not req.done.done():
+            req.done.set_result(event)
+        if isinstance(req.cmd, CreateSession) and ok and req.worker_id is not None:
+            if req.status is Status.ABANDONED:
+                self._send_end(req.worker_id, req.cmd.session_id)
             else:
-                self._sessions.open(entry.cmd.session_id, entry.worker_id)
-        elif isinstance(entry.cmd, EndSession) and entry.worker_id in self._pool.workers:
-            self._pool.forget_session(entry.worker_id, entry.cmd.session_id)
+                self._sessions.open(req.cmd.session_id, req.worker_id)
+        elif isinstance(req.cmd, EndSession) and req.worker_id in self._pool.workers:
+            self._pool.forget_session(req.worker_id, req.cmd.session_id)
