@@ -15,10 +15,10 @@ from desktop.gateway.departures import Departures
 from desktop.gateway.health import check_request_id, check_system, no_service
 from desktop.gateway.pool import Pool
 from desktop.protocol import (
-    AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued, TruncateReply,
-    QueueUpdate, Stop, TokenStats,
+    AppendInput, Chat, Command, CreateSession, Done, ErrorEvent, Generate, TruncateReply, Stop, TokenStats,
 )
-from desktop.gateway.intake import EventIntake
+from desktop.gateway.intake import EventIntake, Observer
+from desktop.gateway.positions import Positions
 from desktop.gateway.sessions import SessionTable
 from desktop.gateway.request import Request, Status
 from desktop.gateway.streams import RequestStream
@@ -31,7 +31,7 @@ from desktop.protocol import WorkerHost, WorkerState
 log = logging.getLogger(__name__)
 
 
-class Gateway(EventIntake):
+class Gateway:
     """Queue, route and stream requests over worker hosts. Call every method on the loop that ran
     `start()`; hosts may report from any thread (their events hop onto that loop).
 
@@ -39,17 +39,17 @@ class Gateway(EventIntake):
     when no worker can serve); once admitted, a request ends with exactly one Done or ErrorEvent
     on its stream. `cancel_grace_s`: how long a running request's worker has to answer a cancel
     before the gateway ends the stream itself. `position_every_s`: a waiting request hears that it
-    moved up at most this often (its first position at once): each start moves every waiting
-    request, so 50 waiting clients would otherwise get ~1,000 updates between them, each one a
-    wake-up of its reader on this loop (0: at once, every move)."""
+    moved up at most this often (its first position at once; 0: at once, every move; see
+    positions.py). What its hosts report is handled by its intake (intake.py)."""
 
     def __init__(self, hosts: Sequence[WorkerHost], *, queue_max: int = 64, cancel_grace_s: float = 0.5,
                  position_every_s: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
         self._hosts: dict[str, WorkerHost] = {host.worker_id: host for host in hosts}
         if not hosts or len(self._hosts) != len(hosts):
             raise ValueError(f"The gateway needs one or more hosts with distinct worker ids (got {list(self._hosts)}).")
+        self._positions = Positions(position_every_s)
         self._pool = Pool(self._hosts, queue_max=queue_max, on_assign=self._on_assign,
-                          on_position=self._on_position, clock=clock)
+                          on_position=self._positions.on_position, clock=clock)
         self._requests: dict[str, Request] = {}
         self._sessions = SessionTable()
         self._departures = Departures()  # where conversations were cached when their worker left
@@ -57,14 +57,13 @@ class Gateway(EventIntake):
         self._kinds: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._grace = cancel_grace_s
-        self._position_every_s = position_every_s
-        self._moved: set[str] = set()  # waiting requests whose new position is not sent yet
-        self._position_flush: asyncio.TimerHandle | None = None
-        self._changed = asyncio.Event()
         self._closed = False
-        self.observers: list[Callable[[Request, Done | ErrorEvent], None]] = []
+        self.observers: list[Observer] = []
         """Called on the loop with each user request and its terminal event (stats with the
         queue wait included), e.g. by /metrics; an observer that raises is logged, never fatal."""
+        self._intake = EventIntake(self._hosts, self._requests, self._pool, self._sessions, self._departures,
+                                   self._submit, counts=self._counts, kinds=self._kinds, observers=self.observers,
+                                   grace=cancel_grace_s)
 
     # ------------------------------------------------------------------ life
 
@@ -73,6 +72,8 @@ class Gateway(EventIntake):
         if self._loop is not None:
             raise RuntimeError("The gateway is already started.")
         self._loop = asyncio.get_running_loop()
+        self._intake.listen(self._loop)
+        self._positions.listen(self._loop)
         for host in self._hosts.values():
             self._start_host(host)
 
@@ -103,21 +104,21 @@ class Gateway(EventIntake):
             raise ValueError(f"There is no worker {worker_id!r} in the pool.")
         self._departures.record(worker_id, "removed", self._pool.workers[worker_id].slots)
         failed = self._pool.remove_worker(worker_id)  # what ran there, what waited pinned to it
-        self._worker_gone(worker_id, failed, f"Worker {worker_id} was removed", WorkerRemoved.code)
-        self._workers_changed()
+        self._intake.worker_gone(worker_id, failed, f"Worker {worker_id} was removed", WorkerRemoved.code)
+        self._intake.workers_changed()
         try:
             await asyncio.get_running_loop().run_in_executor(None, host.close)
         except Exception:  # its requests have ended already; a host that closes badly is only logged
             log.exception("Worker %s did not close cleanly", worker_id)
 
     def _start_host(self, host: WorkerHost) -> None:
-        host.start(lambda worker_id, event: self._sink(host, worker_id, event))
+        host.start(lambda worker_id, event: self._intake.sink(host, worker_id, event))
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until no worker is still loading; True when at least one is up."""
         async def settled() -> None:
             while any(w.state is WorkerState.LOADING for w in self._pool.workers.values()):
-                await self._changed.wait()
+                await self._intake.until_changed()
         await asyncio.wait_for(settled(), timeout)
         return any(w.up for w in self._pool.workers.values())
 
@@ -126,11 +127,11 @@ class Gateway(EventIntake):
         if self._closed:
             return
         self._closed = True
-        if self._position_flush is not None:
-            self._position_flush.cancel()
+        self._intake.close()
+        self._positions.close()
         self._pool.drain()
         for rid in list(self._requests):
-            self._fail(rid, "shutdown", "The assistant is shutting down.", release=False)
+            self._intake.fail(rid, "shutdown", "The assistant is shutting down.", release=False)
         if self._loop is not None:
             loop = asyncio.get_running_loop()
             await asyncio.gather(*(loop.run_in_executor(None, h.close) for h in self._hosts.values()),
@@ -217,12 +218,12 @@ class Gateway(EventIntake):
         if req is None or req.side or req.status is Status.DETACHED:
             raise UnknownRequest(f"Request {request_id!r} is not queued or running (it may have finished already).")
         if self._pool.cancel(request_id) is not None:
-            self._end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
+            self._intake.end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
         elif req.status in (Status.RUNNING, Status.ABANDONED):  # an abandoned create still ends its session
             if req.status is Status.RUNNING:
                 req.status = Status.STOPPING
             self._submit(req.worker_id, Stop(request_id))  # type: ignore[arg-type]
-            self._loop.call_later(self._grace, self._end_unanswered, req)  # type: ignore[union-attr]
+            self._loop.call_later(self._grace, self._intake.end_unanswered, req)  # type: ignore[union-attr]
 
     async def end_session(self, session_id: str) -> None:
         """Close a session: its queued commands are cancelled, a running one is stopped, and its
@@ -234,7 +235,7 @@ class Gateway(EventIntake):
         for req in [r for r in self._requests.values() if r.session_id == session_id and not r.side]:
             await self.cancel(req.request_id)
         if (mirror := self._pool.workers.get(worker_id)) is not None and mirror.up:
-            event = await asyncio.shield(self._send_end(worker_id, session_id).done)
+            event = await asyncio.shield(self._intake.send_end(worker_id, session_id).done)
             if isinstance(event, ErrorEvent) and event.code not in (WorkerCrashed.code, WorkerRemoved.code, "shutdown"):
                 log.warning("Worker %s could not end session %s: %s", worker_id, session_id, event.message)
 
@@ -288,43 +289,16 @@ class Gateway(EventIntake):
         self._counts[f"origin:{req.origin}"] += 1
         return RequestStream(req, self.cancel)
 
-    def _send_end(self, worker_id: str, session_id: str) -> Request:
-        rid = f"end-{session_id}"
-        req = Request(rid, EndSession(rid, session_id), self._loop.create_future(),  # type: ignore[union-attr]
-                      status=Status.RUNNING, worker_id=worker_id)
-        self._requests[rid] = req
-        self._submit(worker_id, req.cmd)
-        return req
-
     # ------------------------------------------------------------------ internals: pool callbacks
 
     def _on_assign(self, req: Request) -> None:
-        if req.status is Status.QUEUED:
-            req.events.put_nowait(QueueDone(req.request_id, req.waited_ms))
-        req.status = Status.RUNNING
+        self._positions.started(req)
         self._submit(req.worker_id, req.cmd)  # type: ignore[arg-type]
 
-    def _on_position(self, req: Request, first: bool) -> None:
-        req.status = Status.QUEUED
-        if first or self._position_every_s <= 0 or self._loop is None:
-            req.events.put_nowait((Queued if first else QueueUpdate)(req.request_id, req.position, req.eta_s))
-            return
-        self._moved.add(req.request_id)
-        if self._position_flush is None:
-            self._position_flush = self._loop.call_later(self._position_every_s, self._send_positions)
-
-    def _send_positions(self) -> None:
-        """Each request that moved up since the last send and still waits hears where it is now."""
-        self._position_flush = None
-        moved, self._moved = self._moved, set()
-        for req in self._pool.queued():
-            if req.request_id in moved and self._requests.get(req.request_id) is req:
-                req.events.put_nowait(QueueUpdate(req.request_id, req.position, req.eta_s))
-
-    def _submit(self, worker_id: str, cmd: Any) -> None:
+    def _submit(self, worker_id: str, cmd: Command) -> None:
         try:
             self._hosts[worker_id].submit(cmd)
         except Exception as exc:  # a broken host: fail the request, never the dispatch pass
             log.exception("Worker %s refused a command", worker_id)
             message = f"Worker {worker_id} could not take the request: {exc}"
-            self._loop.call_soon(self._fail, cmd.request_id, "worker_crashed", message)  # type: ignore[union-attr]
+            self._loop.call_soon(self._intake.fail, cmd.request_id, "worker_crashed", message)  # type: ignore[union-attr]

@@ -2,20 +2,24 @@
 stream events and its one terminal event, worker statuses (down: fail what ran there; nothing can
 serve: fail what waits), and cancels a stuck worker never answers (ended here after a grace).
 A host taken out of the pool is no longer heard. A chat rebuilt on another worker after the
-worker that cached it went away says so in its Done's miss reason (departures.py)."""
+worker that cached it went away says so in its Done's miss reason (departures.py). Every request
+ends here, with exactly one terminal event."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Callable
 
-from desktop.gateway.departures import why_down
+from desktop.gateway.departures import Departures, why_down
 from desktop.gateway.health import no_service
+from desktop.gateway.pool import Pool
+from desktop.gateway.sessions import SessionTable
 from desktop.protocol import (
-    TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Event, PrefillDone,
-    TokenStats,
+    TERMINAL, AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, Event,
+    PrefillDone, TokenStats,
 )
 from desktop.gateway.request import Request, Status
 from desktop.errors import WorkerCrashed
@@ -23,18 +27,44 @@ from desktop.model.messages import Message, prefix_hashes
 from desktop.protocol import WorkerHost, WorkerStatus
 from desktop.protocol.reasons import CacheReason, reason_of
 
-if TYPE_CHECKING:
-    from desktop.gateway.gateway import Gateway
-
 log = logging.getLogger(__name__)
 
 KEPT = (CacheReason.CACHED, CacheReason.EDITED, CacheReason.NEW)  # turns a move did not make read again
 
 
-class EventIntake:
-    """Mixed into Gateway; every method but `_sink` runs on the gateway's loop."""
+Observer = Callable[[Request, Done | ErrorEvent], None]
 
-    def _sink(self: Gateway, host: WorkerHost, worker_id: str, event: Event | WorkerStatus) -> None:
+
+class EventIntake:
+    """Hears the gateway's hosts on its loop (`listen`) until `close`, and ends its requests.
+
+    Shares with the gateway what both read and write: its hosts by worker id, its live requests
+    by id, and its request counters (`counts`, and `kinds` of cache use). `submit(worker_id, cmd)`
+    sends a command to a worker; `observers` hear each user request's terminal event. Every
+    method but `sink` runs on the loop."""
+
+    def __init__(self, hosts: dict[str, WorkerHost], requests: dict[str, Request], pool: Pool,
+                 sessions: SessionTable, departures: Departures, submit: Callable[[str, Command], None], *,
+                 counts: Counter[str], kinds: Counter[str], observers: list[Observer], grace: float) -> None:
+        self._hosts, self._requests, self._pool = hosts, requests, pool
+        self._sessions, self._departures, self._submit = sessions, departures, submit
+        self._counts, self._kinds, self._observers, self._grace = counts, kinds, observers, grace
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._changed = asyncio.Event()
+
+    def listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def close(self) -> None:
+        """Hear no more events (what is still registered is ended by the caller)."""
+        self._closed = True
+
+    async def until_changed(self) -> None:
+        """Return at the next change of a worker's state (or when one leaves)."""
+        await self._changed.wait()
+
+    def sink(self, host: WorkerHost, worker_id: str, event: Event | WorkerStatus) -> None:
         """Called by `host` from any thread: hop onto the gateway's loop."""
         if self._loop is None or self._closed:
             return
@@ -43,7 +73,7 @@ class EventIntake:
         except RuntimeError:  # the loop is closed: the app is exiting
             pass
 
-    def _on_event(self: Gateway, host: WorkerHost, worker_id: str, event: Event | WorkerStatus) -> None:
+    def _on_event(self, host: WorkerHost, worker_id: str, event: Event | WorkerStatus) -> None:
         if self._closed:
             return
         if self._hosts.get(worker_id) is not host:  # a removed host, closing: what it ran has ended here
@@ -57,18 +87,18 @@ class EventIntake:
             self._counts["dropped_events"] += 1
             log.debug("Dropped %s from %s for a request not running there", type(event).__name__, worker_id)
             if req is not None and req.status is Status.DETACHED and isinstance(event, TERMINAL):
-                self._end(req, event)  # the worker answered the cancel at last: free its capacity
+                self.end(req, event)  # the worker answered the cancel at last: free its capacity
             return
         if isinstance(event, ChunkEvent):
             req.chunks.append(event.text_delta)
         elif isinstance(event, PrefillDone):
             self._pool.started(event.request_id, event.slot, event.input_tokens)
         if isinstance(event, TERMINAL):
-            self._end(req, event)
+            self.end(req, event)
         else:
             req.events.put_nowait(event)
 
-    def _on_status(self: Gateway, status: WorkerStatus) -> None:
+    def _on_status(self, status: WorkerStatus) -> None:
         mirror = self._pool.workers.get(status.worker_id)
         if mirror is None:
             log.warning("Status from unknown worker %s ignored", status.worker_id)
@@ -78,35 +108,35 @@ class EventIntake:
         if was_up and not mirror.up:
             self._departures.record(status.worker_id, why_down(status), held)
             why = f"Worker {status.worker_id} stopped ({status.message or status.state.value})"
-            self._worker_gone(status.worker_id, failed, why, WorkerCrashed.code)
-        self._workers_changed()
+            self.worker_gone(status.worker_id, failed, why, WorkerCrashed.code)
+        self.workers_changed()
 
-    def _worker_gone(self: Gateway, worker_id: str, failed: list[Request], why: str, code: str) -> None:
+    def worker_gone(self, worker_id: str, failed: list[Request], why: str, code: str) -> None:
         """A worker went down or left the pool: its sessions are over, and `failed` (what ran
         there or waited pinned to it, already out of the pool) and its EndSessions end with `code`."""
         self._sessions.drop_worker(worker_id, why, code)
         for req in failed:
             again = "the request can be retried" if req.pin is None else "start a new session"
-            self._fail(req.request_id, code, f"{why}; {again}.", retryable=req.pin is None, release=False)
+            self.fail(req.request_id, code, f"{why}; {again}.", retryable=req.pin is None, release=False)
         for req in [r for r in self._requests.values() if r.side and r.worker_id == worker_id]:
-            self._fail(req.request_id, code, f"{why}.", release=False)
+            self.fail(req.request_id, code, f"{why}.", release=False)
 
-    def _workers_changed(self: Gateway) -> None:
+    def workers_changed(self) -> None:
         """A worker's state changed, or one left: if none can serve now, what waits in the queue
         would wait forever (it fails with why); wake whoever waits for a change (wait_ready)."""
         unable = no_service(self._pool.workers.values())
         if unable is not None:
             for req in self._pool.drop_queued():
-                self._fail(req.request_id, unable.code, unable.message, retryable=unable.retryable, release=False)
+                self.fail(req.request_id, unable.code, unable.message, retryable=unable.retryable, release=False)
         self._changed.set()
         self._changed = asyncio.Event()
 
-    def _fail(self: Gateway, request_id: str, code: str, message: str, *, retryable: bool = True, release: bool = True) -> None:
+    def fail(self, request_id: str, code: str, message: str, *, retryable: bool = True, release: bool = True) -> None:
         req = self._requests.get(request_id)
         if req is not None:
-            self._end(req, ErrorEvent(request_id, code, message, retryable), release=release)
+            self.end(req, ErrorEvent(request_id, code, message, retryable), release=release)
 
-    def _end_unanswered(self: Gateway, req: Request) -> None:
+    def end_unanswered(self, req: Request) -> None:
         """A cancel its worker has not answered within the grace (stuck or slow): end the stream
         now. The request stays registered, detached, so that the worker's own terminal event (or
         its going down) gives its capacity back; its other late events are dropped."""
@@ -121,7 +151,7 @@ class EventIntake:
         if not req.done.done():
             req.done.set_result(done)
 
-    def _why_missed(self: Gateway, req: Request, done: Done) -> str:
+    def _why_missed(self, req: Request, done: Done) -> str:
         """The Done's miss reason, unless the chat's conversation was cached on a worker that has
         since gone (removed, unreachable, crashed) and this one had to rebuild it: then that move."""
         if not isinstance(req.cmd, Chat) or req.worker_id is None:
@@ -130,7 +160,7 @@ class EventIntake:
         kept = reason_of(done.stats.miss_reason, done.stats.kind) in KEPT
         return moved if moved and not kept else done.stats.miss_reason
 
-    def _end(self: Gateway, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
+    def end(self, req: Request, event: Done | ErrorEvent, *, release: bool = True) -> None:
         """Deliver the one terminal event of a request and give back what it held."""
         self._requests.pop(req.request_id, None)
         ok = isinstance(event, Done)
@@ -152,7 +182,7 @@ class EventIntake:
                 self._kinds[event.stats.kind] += 1
         if not req.side:  # EndSession is bookkeeping, not a request of the user's
             self._counts["cancelled" if cancelled else "completed" if ok else "failed"] += 1
-            for observe in self.observers:
+            for observe in self._observers:
                 try:
                     observe(req, event)
                 except Exception:  # metrics must never break a request's delivery
@@ -162,8 +192,17 @@ class EventIntake:
             req.done.set_result(event)
         if isinstance(req.cmd, CreateSession) and ok and req.worker_id is not None:
             if req.status is Status.ABANDONED:
-                self._send_end(req.worker_id, req.cmd.session_id)
+                self.send_end(req.worker_id, req.cmd.session_id)
             else:
                 self._sessions.open(req.cmd.session_id, req.worker_id)
         elif isinstance(req.cmd, EndSession) and req.worker_id in self._pool.workers:
             self._pool.forget_session(req.worker_id, req.cmd.session_id)
+
+    def send_end(self, worker_id: str, session_id: str) -> Request:
+        """End a session on its worker: an EndSession sent straight there, holding no capacity."""
+        rid = f"end-{session_id}"
+        req = Request(rid, EndSession(rid, session_id), self._loop.create_future(),  # type: ignore[union-attr]
+                      status=Status.RUNNING, worker_id=worker_id)
+        self._requests[rid] = req
+        self._submit(worker_id, req.cmd)
+        return req

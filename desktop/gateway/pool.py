@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 from desktop.gateway.eta import ServiceTimes, Waits
 from desktop.gateway.mirror import IN_USE, Duplex, Route, WorkerMirror
 from desktop.gateway.request import Request
-from desktop.protocol import Chat, Command, CreateSession, SlotInfo
+from desktop.protocol import Chat, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.protocol import WorkerState, WorkerStatus
 
