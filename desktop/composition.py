@@ -20,7 +20,7 @@ from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
 from desktop.model.loader import ModelSpec
 from desktop.settings import Settings, save_settings
-from desktop.ui.admin.monitor import EngineMonitor, Snapshot
+from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme

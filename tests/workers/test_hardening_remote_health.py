@@ -14,7 +14,7 @@ from desktop.gateway.gateway import Gateway
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import Chat, ErrorEvent, WorkerState, WorkerStatus
-from desktop.ui.admin.monitor import EngineMonitor
+from desktop.gateway.monitor import EngineMonitor
 from desktop.workers.remote.host import RemoteHost
 from desktop.workers.remote.spec import RemoteSpec
 
