@@ -17,7 +17,7 @@ from desktop.gateway.pool import Pool
 from desktop.protocol import (
     AppendInput, Chat, Command, CreateSession, Done, ErrorEvent, Generate, TruncateReply, Stop, TokenStats,
 )
-from desktop.gateway.intake import EventIntake, Observer
+from desktop.gateway.intake import EventIntake, EventObserver, Observer
 from desktop.gateway.positions import Positions
 from desktop.gateway.sessions import SessionTable
 from desktop.gateway.request import Request, Status
@@ -61,9 +61,13 @@ class Gateway:
         self.observers: list[Observer] = []
         """Called on the loop with each user request and its terminal event (stats with the
         queue wait included), e.g. by /metrics; an observer that raises is logged, never fatal."""
+        self.event_observers: list[EventObserver] = []
+        """Called on the loop with each event of a host in the pool as it arrives (worker id and
+        the event, a WorkerStatus included), before the gateway acts on it, e.g. by the admin
+        monitor; an observer that raises is logged, never fatal."""
         self._intake = EventIntake(self._hosts, self._requests, self._pool, self._sessions, self._departures,
                                    self._submit, counts=self._counts, kinds=self._kinds, observers=self.observers,
-                                   grace=cancel_grace_s)
+                                   event_observers=self.event_observers, grace=cancel_grace_s)
 
     # ------------------------------------------------------------------ life
 

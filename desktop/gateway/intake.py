@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 KEPT = (CacheReason.CACHED, CacheReason.EDITED, CacheReason.NEW)  # turns a move did not make read again
 
 
-Observer = Callable[[Request, Done | ErrorEvent], None]
+Observer = Callable[[Request, Done | ErrorEvent], None]  # a user request's terminal event
+EventObserver = Callable[[str, Event | WorkerStatus], None]  # a host's event as it arrives
 
 
 class EventIntake:
@@ -40,15 +41,18 @@ class EventIntake:
 
     Shares with the gateway what both read and write: its hosts by worker id, its live requests
     by id, and its request counters (`counts`, and `kinds` of cache use). `submit(worker_id, cmd)`
-    sends a command to a worker; `observers` hear each user request's terminal event. Every
-    method but `sink` runs on the loop."""
+    sends a command to a worker; `observers` hear each user request's terminal event, and
+    `event_observers` every event of a host in the pool as it arrives. Every method but `sink`
+    runs on the loop."""
 
     def __init__(self, hosts: dict[str, WorkerHost], requests: dict[str, Request], pool: Pool,
                  sessions: SessionTable, departures: Departures, submit: Callable[[str, Command], None], *,
-                 counts: Counter[str], kinds: Counter[str], observers: list[Observer], grace: float) -> None:
+                 counts: Counter[str], kinds: Counter[str], observers: list[Observer],
+                 event_observers: list[EventObserver], grace: float) -> None:
         self._hosts, self._requests, self._pool = hosts, requests, pool
         self._sessions, self._departures, self._submit = sessions, departures, submit
         self._counts, self._kinds, self._observers, self._grace = counts, kinds, observers, grace
+        self._event_observers = event_observers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._changed = asyncio.Event()
@@ -79,6 +83,11 @@ class EventIntake:
         if self._hosts.get(worker_id) is not host:  # a removed host, closing: what it ran has ended here
             log.debug("Ignored %s from %s, which is no longer in the pool", type(event).__name__, worker_id)
             return
+        for observe in self._event_observers:
+            try:
+                observe(worker_id, event)
+            except Exception:  # a watcher must never break a worker's event path
+                log.exception("A gateway event observer failed on %s", type(event).__name__)
         if isinstance(event, WorkerStatus):
             self._on_status(event)
             return
