@@ -15,7 +15,8 @@ from desktop.gateway.departures import Departures
 from desktop.gateway.health import check_request_id, check_system, no_service
 from desktop.gateway.pool import Pool
 from desktop.protocol import (
-    AppendInput, Chat, Command, CreateSession, Done, ErrorEvent, Generate, TruncateReply, Stop, TokenStats,
+    AppendInput, Chat, CreateSession, Done, ErrorEvent, Generate, TokenStats, TruncateReply, WorkerHost,
+    WorkerState,
 )
 from desktop.gateway.intake import EventIntake, EventObserver, Observer
 from desktop.gateway.positions import Positions
@@ -26,7 +27,6 @@ from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, Unknow
 from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, char_limit, history_hash, parse_messages
 from desktop.model.params import SamplingParams, as_params
-from desktop.protocol import WorkerHost, WorkerState
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,6 @@ class Gateway:
         self._counts: Counter[str] = Counter()
         self._kinds: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._grace = cancel_grace_s
         self._closed = False
         self.observers: list[Observer] = []
         """Called on the loop with each user request and its terminal event (stats with the
@@ -66,7 +65,7 @@ class Gateway:
         the event, a WorkerStatus included), before the gateway acts on it, e.g. by the admin
         monitor; an observer that raises is logged, never fatal."""
         self._intake = EventIntake(self._hosts, self._requests, self._pool, self._sessions, self._departures,
-                                   self._submit, counts=self._counts, kinds=self._kinds, observers=self.observers,
+                                   counts=self._counts, kinds=self._kinds, observers=self.observers,
                                    event_observers=self.event_observers, grace=cancel_grace_s)
 
     # ------------------------------------------------------------------ life
@@ -154,7 +153,8 @@ class Gateway:
             raise InvalidRequest(NO_IMAGES)  # at the door: no loaded model here can see them
         params = as_params(params)
         rid = self._new_id(request_id)
-        return self._enqueue(Request(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin))
+        req = Request(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin)
+        return self._enqueue(req)
 
     async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
         """Open a session on one worker (for its whole life) and prefill the system prompt. A
@@ -207,8 +207,9 @@ class Gateway:
         worker_id = self._sessions.worker_of(session_id)
         text = parse_messages([Message("assistant", text)], self._max_chars())[0].content if text else ""
         rid = self._new_id(None)
+        req = Request(rid, TruncateReply(rid, session_id, text), self._future(), pin=worker_id)
         last = None
-        async for event in self._enqueue(Request(rid, TruncateReply(rid, session_id, text), self._future(), pin=worker_id)):
+        async for event in self._enqueue(req):
             last = event
         if isinstance(last, ErrorEvent):
             raise OmnideskError(last.message, code=last.code, retryable=last.retryable)
@@ -224,10 +225,7 @@ class Gateway:
         if self._pool.cancel(request_id) is not None:
             self._intake.end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
         elif req.status in (Status.RUNNING, Status.ABANDONED):  # an abandoned create still ends its session
-            if req.status is Status.RUNNING:
-                req.status = Status.STOPPING
-            self._submit(req.worker_id, Stop(request_id))  # type: ignore[arg-type]
-            self._loop.call_later(self._grace, self._intake.end_unanswered, req)  # type: ignore[union-attr]
+            self._intake.stop(req)
 
     async def end_session(self, session_id: str) -> None:
         """Close a session: its queued commands are cancelled, a running one is stopped, and its
@@ -297,12 +295,4 @@ class Gateway:
 
     def _on_assign(self, req: Request) -> None:
         self._positions.started(req)
-        self._submit(req.worker_id, req.cmd)  # type: ignore[arg-type]
-
-    def _submit(self, worker_id: str, cmd: Command) -> None:
-        try:
-            self._hosts[worker_id].submit(cmd)
-        except Exception as exc:  # a broken host: fail the request, never the dispatch pass
-            log.exception("Worker %s refused a command", worker_id)
-            message = f"Worker {worker_id} could not take the request: {exc}"
-            self._loop.call_soon(self._intake.fail, cmd.request_id, "worker_crashed", message)  # type: ignore[union-attr]
+        self._intake.submit(req.worker_id, req.cmd)  # type: ignore[arg-type]

@@ -1,9 +1,9 @@
-"""Events coming back from the worker hosts, as the gateway handles them on its loop: a request's
-stream events and its one terminal event, worker statuses (down: fail what ran there; nothing can
-serve: fail what waits), and cancels a stuck worker never answers (ended here after a grace).
-A host taken out of the pool is no longer heard. A chat rebuilt on another worker after the
-worker that cached it went away says so in its Done's miss reason (departures.py). Every request
-ends here, with exactly one terminal event."""
+"""The gateway's side of its worker hosts, on its loop: commands out (one a host refuses fails
+its request), and what comes back: a request's stream events and its one terminal event, worker
+statuses (down: fail what ran there; nothing can serve: fail what waits), and cancels a stuck
+worker never answers (ended here after a grace). A host taken out of the pool is no longer heard.
+A chat rebuilt on another worker after the worker that cached it went away says so in its Done's
+miss reason (departures.py). Every request ends here, with exactly one terminal event."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from desktop.gateway.pool import Pool
 from desktop.gateway.sessions import SessionTable
 from desktop.protocol import (
     TERMINAL, AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, Event,
-    PrefillDone, TokenStats,
+    PrefillDone, Stop, TokenStats,
 )
 from desktop.gateway.request import Request, Status
 from desktop.errors import WorkerCrashed
@@ -37,20 +37,21 @@ EventObserver = Callable[[str, Event | WorkerStatus], None]  # a host's event as
 
 
 class EventIntake:
-    """Hears the gateway's hosts on its loop (`listen`) until `close`, and ends its requests.
+    """Talks to the gateway's hosts on its loop (`listen`) until `close`: sends their commands,
+    hears their events, and ends the gateway's requests.
 
     Shares with the gateway what both read and write: its hosts by worker id, its live requests
-    by id, and its request counters (`counts`, and `kinds` of cache use). `submit(worker_id, cmd)`
-    sends a command to a worker; `observers` hear each user request's terminal event, and
-    `event_observers` every event of a host in the pool as it arrives. Every method but `sink`
+    by id, and its request counters (`counts`, and `kinds` of cache use). `observers` hear each
+    user request's terminal event, `event_observers` every event of a host in the pool as it
+    arrives; `grace`: how long a stopped request's worker has to answer. Every method but `sink`
     runs on the loop."""
 
     def __init__(self, hosts: dict[str, WorkerHost], requests: dict[str, Request], pool: Pool,
-                 sessions: SessionTable, departures: Departures, submit: Callable[[str, Command], None], *,
+                 sessions: SessionTable, departures: Departures, *,
                  counts: Counter[str], kinds: Counter[str], observers: list[Observer],
                  event_observers: list[EventObserver], grace: float) -> None:
         self._hosts, self._requests, self._pool = hosts, requests, pool
-        self._sessions, self._departures, self._submit = sessions, departures, submit
+        self._sessions, self._departures = sessions, departures
         self._counts, self._kinds, self._observers, self._grace = counts, kinds, observers, grace
         self._event_observers = event_observers
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -67,6 +68,24 @@ class EventIntake:
     async def until_changed(self) -> None:
         """Return at the next change of a worker's state (or when one leaves)."""
         await self._changed.wait()
+
+    def submit(self, worker_id: str, cmd: Command) -> None:
+        """Send a command to a worker; a host that refuses it fails its request (on the loop,
+        never inside the caller: the pool's dispatch pass)."""
+        try:
+            self._hosts[worker_id].submit(cmd)
+        except Exception as exc:  # a broken host: fail the request, never the dispatch pass
+            log.exception("Worker %s refused a command", worker_id)
+            message = f"Worker {worker_id} could not take the request: {exc}"
+            self._loop.call_soon(self.fail, cmd.request_id, "worker_crashed", message)  # type: ignore[union-attr]
+
+    def stop(self, req: Request) -> None:
+        """Cancel a running request: Stop goes to its worker, whose terminal event ends it; one not
+        answered within the grace is ended here (`_end_unanswered`)."""
+        if req.status is Status.RUNNING:  # an abandoned create stays so: its session still ends
+            req.status = Status.STOPPING
+        self.submit(req.worker_id, Stop(req.request_id))  # type: ignore[arg-type]
+        self._loop.call_later(self._grace, self._end_unanswered, req)  # type: ignore[union-attr]
 
     def sink(self, host: WorkerHost, worker_id: str, event: Event | WorkerStatus) -> None:
         """Called by `host` from any thread: hop onto the gateway's loop."""
@@ -145,7 +164,7 @@ class EventIntake:
         if req is not None:
             self.end(req, ErrorEvent(request_id, code, message, retryable), release=release)
 
-    def end_unanswered(self, req: Request) -> None:
+    def _end_unanswered(self, req: Request) -> None:
         """A cancel its worker has not answered within the grace (stuck or slow): end the stream
         now. The request stays registered, detached, so that the worker's own terminal event (or
         its going down) gives its capacity back; its other late events are dropped."""
@@ -213,5 +232,5 @@ class EventIntake:
         req = Request(rid, EndSession(rid, session_id), self._loop.create_future(),  # type: ignore[union-attr]
                       status=Status.RUNNING, worker_id=worker_id)
         self._requests[rid] = req
-        self._submit(worker_id, req.cmd)
+        self.submit(worker_id, req.cmd)
         return req
