@@ -20,7 +20,7 @@ from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
 from desktop.model.loader import ModelSpec
 from desktop.settings import Settings, save_settings
-from desktop.ui.admin.monitor import EngineMonitor, Snapshot
+from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme
@@ -163,7 +163,8 @@ class Composition(QObject):
         except OmnideskError as err:
             return self._failed(err.message)
         monitor = EngineMonitor()
-        gateway = Gateway(monitor.wrap(hosts))
+        gateway = Gateway(hosts)
+        monitor.watch(gateway)
         self.api.watch(gateway)
         self.hosts, self.monitor, self.gateway, self.roster = hosts, monitor, gateway, RemoteRoster.of(hosts)
         self.proxy.target = gateway
@@ -285,7 +286,7 @@ class Composition(QObject):
             return
         added = remote_hosts([spec for _, spec in change.add], ids=[wid for wid, _ in change.add])
         for host in added:
-            gateway.add_host(monitor.wrap([host])[0])
+            gateway.add_host(host)
         removed = {wid for wid, _ in change.remove}
         self.hosts = [h for h in self.hosts if h.worker_id not in removed] + added
         log.info("%s", change.summary())

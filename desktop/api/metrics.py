@@ -76,7 +76,7 @@ class Metrics:
         r.register(_LiveCollector(live, self.history))
 
     def observe(self, entry: Any, event: Done | ErrorEvent) -> None:
-        """One request ended (a pool Entry and its terminal event, as Gateway.observers get them)."""
+        """One request ended (a gateway Request and its terminal event, as Gateway.observers get them)."""
         kind = KINDS.get(type(entry.cmd), type(entry.cmd).__name__.lower())
         origin = getattr(entry, "origin", "app")
         if isinstance(event, ErrorEvent):

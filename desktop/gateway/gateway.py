@@ -13,24 +13,25 @@ from typing import Any, Callable, Iterable, Sequence
 
 from desktop.gateway.departures import Departures
 from desktop.gateway.health import check_request_id, check_system, no_service
-from desktop.gateway.pool import Entry, Pool
+from desktop.gateway.pool import Pool
 from desktop.protocol import (
-    AppendInput, Chat, CreateSession, Done, EndSession, ErrorEvent, Generate, QueueDone, Queued, TruncateReply,
-    QueueUpdate, Stop, TokenStats,
+    AppendInput, Chat, CreateSession, Done, ErrorEvent, Generate, TokenStats, TruncateReply, WorkerHost,
+    WorkerState,
 )
-from desktop.gateway.intake import EventIntake
+from desktop.gateway.intake import EventIntake, EventObserver, Observer
+from desktop.gateway.positions import Positions
 from desktop.gateway.sessions import SessionTable
-from desktop.gateway.streams import Request, RequestStream
+from desktop.gateway.request import Request, Status
+from desktop.gateway.streams import RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
 from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, char_limit, history_hash, parse_messages
 from desktop.model.params import SamplingParams, as_params
-from desktop.protocol import WorkerHost, WorkerState
 
 log = logging.getLogger(__name__)
 
 
-class Gateway(EventIntake):
+class Gateway:
     """Queue, route and stream requests over worker hosts. Call every method on the loop that ran
     `start()`; hosts may report from any thread (their events hop onto that loop).
 
@@ -38,32 +39,34 @@ class Gateway(EventIntake):
     when no worker can serve); once admitted, a request ends with exactly one Done or ErrorEvent
     on its stream. `cancel_grace_s`: how long a running request's worker has to answer a cancel
     before the gateway ends the stream itself. `position_every_s`: a waiting request hears that it
-    moved up at most this often (its first position at once): each start moves every waiting
-    request, so 50 waiting clients would otherwise get ~1,000 updates between them, each one a
-    wake-up of its reader on this loop (0: at once, every move)."""
+    moved up at most this often (its first position at once; 0: at once, every move; see
+    positions.py). What its hosts report is handled by its intake (intake.py)."""
 
     def __init__(self, hosts: Sequence[WorkerHost], *, queue_max: int = 64, cancel_grace_s: float = 0.5,
                  position_every_s: float = 0.5, clock: Callable[[], float] = time.monotonic) -> None:
         self._hosts: dict[str, WorkerHost] = {host.worker_id: host for host in hosts}
         if not hosts or len(self._hosts) != len(hosts):
             raise ValueError(f"The gateway needs one or more hosts with distinct worker ids (got {list(self._hosts)}).")
+        self._positions = Positions(position_every_s)
         self._pool = Pool(self._hosts, queue_max=queue_max, on_assign=self._on_assign,
-                          on_position=self._on_position, clock=clock)
+                          on_position=self._positions.on_position, clock=clock)
         self._requests: dict[str, Request] = {}
         self._sessions = SessionTable()
         self._departures = Departures()  # where conversations were cached when their worker left
         self._counts: Counter[str] = Counter()
         self._kinds: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._grace = cancel_grace_s
-        self._position_every_s = position_every_s
-        self._moved: set[str] = set()  # waiting requests whose new position is not sent yet
-        self._position_flush: asyncio.TimerHandle | None = None
-        self._changed = asyncio.Event()
         self._closed = False
-        self.observers: list[Callable[[Entry, Done | ErrorEvent], None]] = []
-        """Called on the loop with each user request's entry and terminal event (stats with the
+        self.observers: list[Observer] = []
+        """Called on the loop with each user request and its terminal event (stats with the
         queue wait included), e.g. by /metrics; an observer that raises is logged, never fatal."""
+        self.event_observers: list[EventObserver] = []
+        """Called on the loop with each event of a host in the pool as it arrives (worker id and
+        the event, a WorkerStatus included), before the gateway acts on it, e.g. by the admin
+        monitor; an observer that raises is logged, never fatal."""
+        self._intake = EventIntake(self._hosts, self._requests, self._pool, self._sessions, self._departures,
+                                   counts=self._counts, kinds=self._kinds, observers=self.observers,
+                                   event_observers=self.event_observers, grace=cancel_grace_s)
 
     # ------------------------------------------------------------------ life
 
@@ -72,6 +75,8 @@ class Gateway(EventIntake):
         if self._loop is not None:
             raise RuntimeError("The gateway is already started.")
         self._loop = asyncio.get_running_loop()
+        self._intake.listen(self._loop)
+        self._positions.listen(self._loop)
         for host in self._hosts.values():
             self._start_host(host)
 
@@ -102,21 +107,21 @@ class Gateway(EventIntake):
             raise ValueError(f"There is no worker {worker_id!r} in the pool.")
         self._departures.record(worker_id, "removed", self._pool.workers[worker_id].slots)
         failed = self._pool.remove_worker(worker_id)  # what ran there, what waited pinned to it
-        self._worker_gone(worker_id, failed, f"Worker {worker_id} was removed", WorkerRemoved.code)
-        self._workers_changed()
+        self._intake.worker_gone(worker_id, failed, f"Worker {worker_id} was removed", WorkerRemoved.code)
+        self._intake.workers_changed()
         try:
             await asyncio.get_running_loop().run_in_executor(None, host.close)
         except Exception:  # its requests have ended already; a host that closes badly is only logged
             log.exception("Worker %s did not close cleanly", worker_id)
 
     def _start_host(self, host: WorkerHost) -> None:
-        host.start(lambda worker_id, event: self._sink(host, worker_id, event))
+        host.start(lambda worker_id, event: self._intake.sink(host, worker_id, event))
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until no worker is still loading; True when at least one is up."""
         async def settled() -> None:
             while any(w.state is WorkerState.LOADING for w in self._pool.workers.values()):
-                await self._changed.wait()
+                await self._intake.until_changed()
         await asyncio.wait_for(settled(), timeout)
         return any(w.up for w in self._pool.workers.values())
 
@@ -125,11 +130,11 @@ class Gateway(EventIntake):
         if self._closed:
             return
         self._closed = True
-        if self._position_flush is not None:
-            self._position_flush.cancel()
+        self._intake.close()
+        self._positions.close()
         self._pool.drain()
         for rid in list(self._requests):
-            self._fail(rid, "shutdown", "The assistant is shutting down.", release=False)
+            self._intake.fail(rid, "shutdown", "The assistant is shutting down.", release=False)
         if self._loop is not None:
             loop = asyncio.get_running_loop()
             await asyncio.gather(*(loop.run_in_executor(None, h.close) for h in self._hosts.values()),
@@ -148,8 +153,8 @@ class Gateway(EventIntake):
             raise InvalidRequest(NO_IMAGES)  # at the door: no loaded model here can see them
         params = as_params(params)
         rid = self._new_id(request_id)
-        entry = Entry(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin)
-        return self._enqueue(entry, msgs)
+        req = Request(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin)
+        return self._enqueue(req)
 
     async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
         """Open a session on one worker (for its whole life) and prefill the system prompt. A
@@ -158,22 +163,22 @@ class Gateway(EventIntake):
         system = check_system(system, self._max_chars())
         sid = f"s-{uuid.uuid4().hex[:12]}"
         rid = f"create-{sid}"
-        entry = Entry(rid, CreateSession(rid, sid, system), self._future(), session_id=sid, call=call)
-        self._enqueue(entry)
+        req = Request(rid, CreateSession(rid, sid, system), self._future(), call=call)
+        self._enqueue(req)
         try:
-            event = await asyncio.shield(entry.done)
+            event = await asyncio.shield(req.done)
         except asyncio.CancelledError:  # the caller gave up: never leave a session behind
             if self._pool.is_queued(rid):
                 await self.cancel(rid)
             elif rid in self._requests:
-                self._requests[rid].end_after = True
+                self._requests[rid].status = Status.ABANDONED
             raise
         if isinstance(event, ErrorEvent):
             cls = {WorkerCrashed.code: WorkerCrashed, ModelLoadError.code: ModelLoadError,
                    WorkerRemoved.code: WorkerRemoved}.get(event.code, OmnideskError)
             raise cls(event.message, code=event.code, retryable=event.retryable)
-        if call and entry.worker_id is not None:
-            self._pool.mark_call(entry.worker_id, sid, paused=False)
+        if call and req.worker_id is not None:
+            self._pool.mark_call(req.worker_id, sid, paused=False)
         return sid
 
     def pause_call(self, session_id: str, paused: bool) -> None:
@@ -187,15 +192,13 @@ class Gateway(EventIntake):
         worker_id = self._sessions.worker_of(session_id)
         msgs = parse_messages(messages, self._max_chars())
         rid = self._new_id(None)
-        entry = Entry(rid, AppendInput(rid, session_id, msgs), self._future(), pin=worker_id, session_id=session_id)
-        return self._enqueue(entry)
+        return self._enqueue(Request(rid, AppendInput(rid, session_id, msgs), self._future(), pin=worker_id))
 
     def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None) -> RequestStream:
         """Generate the session's reply from what was appended so far."""
         worker_id = self._sessions.worker_of(session_id)
         rid = self._new_id(None)
-        entry = Entry(rid, Generate(rid, session_id, as_params(params)), self._future(), pin=worker_id, session_id=session_id)
-        return self._enqueue(entry)
+        return self._enqueue(Request(rid, Generate(rid, session_id, as_params(params)), self._future(), pin=worker_id))
 
     async def truncate_reply(self, session_id: str, text: str) -> None:
         """The session's last message, the reply it generated, becomes `text`: what the user heard
@@ -204,9 +207,9 @@ class Gateway(EventIntake):
         worker_id = self._sessions.worker_of(session_id)
         text = parse_messages([Message("assistant", text)], self._max_chars())[0].content if text else ""
         rid = self._new_id(None)
-        entry = Entry(rid, TruncateReply(rid, session_id, text), self._future(), pin=worker_id, session_id=session_id)
+        req = Request(rid, TruncateReply(rid, session_id, text), self._future(), pin=worker_id)
         last = None
-        async for event in self._enqueue(entry):
+        async for event in self._enqueue(req):
             last = event
         if isinstance(last, ErrorEvent):
             raise OmnideskError(last.message, code=last.code, retryable=last.retryable)
@@ -217,14 +220,12 @@ class Gateway(EventIntake):
         the gateway ends the stream itself (its capacity stays held until the worker answers or
         is declared down). Else UnknownRequest."""
         req = self._requests.get(check_request_id(request_id))
-        if req is None or req.side or req.detached:
+        if req is None or req.side or req.status is Status.DETACHED:
             raise UnknownRequest(f"Request {request_id!r} is not queued or running (it may have finished already).")
         if self._pool.cancel(request_id) is not None:
-            self._end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
-        elif not req.stop_sent:
-            req.stop_sent = True
-            self._submit(req.entry.worker_id, Stop(request_id))  # type: ignore[arg-type]
-            self._loop.call_later(self._grace, self._end_unanswered, req)  # type: ignore[union-attr]
+            self._intake.end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)
+        elif req.status in (Status.RUNNING, Status.ABANDONED):  # an abandoned create still ends its session
+            self._intake.stop(req)
 
     async def end_session(self, session_id: str) -> None:
         """Close a session: its queued commands are cancelled, a running one is stopped, and its
@@ -233,10 +234,10 @@ class Gateway(EventIntake):
         if self._sessions.is_closed(session_id):
             return
         worker_id = self._sessions.end(session_id)
-        for req in [r for r in self._requests.values() if r.entry.session_id == session_id and not r.side]:
+        for req in [r for r in self._requests.values() if r.session_id == session_id and not r.side]:
             await self.cancel(req.request_id)
         if (mirror := self._pool.workers.get(worker_id)) is not None and mirror.up:
-            event = await asyncio.shield(self._send_end(worker_id, session_id).entry.done)
+            event = await asyncio.shield(self._intake.send_end(worker_id, session_id).done)
             if isinstance(event, ErrorEvent) and event.code not in (WorkerCrashed.code, WorkerRemoved.code, "shutdown"):
                 log.warning("Worker %s could not end session %s: %s", worker_id, session_id, event.message)
 
@@ -276,59 +277,22 @@ class Gateway(EventIntake):
     def _max_chars(self) -> int:
         return char_limit(self.context_length())
 
-    def _enqueue(self, entry: Entry, messages: tuple[Message, ...] = ()) -> RequestStream:
+    def _enqueue(self, req: Request) -> RequestStream:
         unable = no_service(self._pool.workers.values())
         if unable is not None:  # nothing would ever take it: say why now instead of queueing forever
             raise unable
-        req = Request(entry, messages=messages)
-        self._requests[entry.request_id] = req
+        self._requests[req.request_id] = req
         try:
-            self._pool.submit(entry)  # may assign at once: on_assign needs the request registered
+            self._pool.submit(req)  # may assign at once: on_assign needs the request registered
         except Exception:
-            del self._requests[entry.request_id]
+            del self._requests[req.request_id]
             raise
         self._counts["submitted"] += 1
-        self._counts[f"origin:{entry.origin}"] += 1
+        self._counts[f"origin:{req.origin}"] += 1
         return RequestStream(req, self.cancel)
-
-    def _send_end(self, worker_id: str, session_id: str) -> Request:
-        rid = f"end-{session_id}"
-        entry = Entry(rid, EndSession(rid, session_id), self._loop.create_future(), session_id=session_id)  # type: ignore[union-attr]
-        entry.worker_id = worker_id
-        req = self._requests[rid] = Request(entry, side=True)
-        self._submit(worker_id, entry.cmd)
-        return req
 
     # ------------------------------------------------------------------ internals: pool callbacks
 
-    def _on_assign(self, entry: Entry) -> None:
-        req = self._requests[entry.request_id]
-        if req.queued:
-            req.events.put_nowait(QueueDone(entry.request_id, entry.waited_ms))
-        self._submit(entry.worker_id, entry.cmd)  # type: ignore[arg-type]
-
-    def _on_position(self, entry: Entry, first: bool) -> None:
-        req = self._requests[entry.request_id]
-        req.queued = True
-        if first or self._position_every_s <= 0 or self._loop is None:
-            req.events.put_nowait((Queued if first else QueueUpdate)(entry.request_id, entry.position, entry.eta_s))
-            return
-        self._moved.add(entry.request_id)
-        if self._position_flush is None:
-            self._position_flush = self._loop.call_later(self._position_every_s, self._send_positions)
-
-    def _send_positions(self) -> None:
-        """Each request that moved up since the last send and still waits hears where it is now."""
-        self._position_flush = None
-        moved, self._moved = self._moved, set()
-        for entry in self._pool.queued():
-            if entry.request_id in moved and (req := self._requests.get(entry.request_id)) is not None:
-                req.events.put_nowait(QueueUpdate(entry.request_id, entry.position, entry.eta_s))
-
-    def _submit(self, worker_id: str, cmd: Any) -> None:
-        try:
-            self._hosts[worker_id].submit(cmd)
-        except Exception as exc:  # a broken host: fail the request, never the dispatch pass
-            log.exception("Worker %s refused a command", worker_id)
-            message = f"Worker {worker_id} could not take the request: {exc}"
-            self._loop.call_soon(self._fail, cmd.request_id, "worker_crashed", message)  # type: ignore[union-attr]
+    def _on_assign(self, req: Request) -> None:
+        self._positions.started(req)
+        self._intake.submit(req.worker_id, req.cmd)  # type: ignore[arg-type]

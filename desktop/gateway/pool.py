@@ -3,52 +3,27 @@ slot mirrors, and the capacity each request holds from assignment to its termina
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from desktop.gateway.eta import ServiceTimes, Waits
 from desktop.gateway.mirror import IN_USE, Duplex, Route, WorkerMirror
-from desktop.protocol import Chat, Command, CreateSession, SlotInfo
+from desktop.gateway.request import Request
+from desktop.protocol import Chat, CreateSession, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.protocol import WorkerState, WorkerStatus
-
-
-@dataclass(eq=False, slots=True)
-class Entry:
-    """One request from arrival to its terminal event. `done` is resolved by the gateway with
-    that event. `pin` names the worker a session command must run on (None: any worker)."""
-
-    request_id: str
-    cmd: Command
-    done: asyncio.Future
-    pin: str | None = None
-    session_id: str | None = None
-    history: bytes = b""  # history_hash(messages) of a chat
-    call: bool = False  # a voice call's CreateSession: placed where it costs chats no cache
-    origin: str = "app"  # who sent it: "app" (the window, calls) or "api" (the local HTTP API)
-    arrived: float = 0.0
-    position: int = 0  # 1-based while queued, 0 otherwise
-    eta_s: float = 0.0
-    worker_id: str | None = None  # set on assignment
-    route: Route | None = None  # why it went there (the worker picks the slot itself)
-    dispatched: float = 0.0
-    waited_ms: float = 0.0
-    slot: int = -1  # the slot its worker said it runs in (PrefillDone), -1 until then
-    prompt_tokens: int = 0  # the prompt's tokens now in that slot's KV (PrefillDone)
 
 
 class Pool:
     """Queue and dispatch. Synchronous and loop-agnostic: the gateway calls it on its loop.
 
-    `on_assign(entry)` is called the moment an entry is given a worker (capacity already taken)
-    and must submit its command; `on_position(entry, first)` when a queued entry's position
+    `on_assign(req)` is called the moment a request is given a worker (capacity already taken)
+    and must submit its command; `on_position(req, first)` when a queued request's position
     changed (first=True: it has just been queued)."""
 
-    def __init__(self, worker_ids: Iterable[str], *, queue_max: int, on_assign: Callable[[Entry], None],
-                 on_position: Callable[[Entry, bool], None], clock: Callable[[], float] = time.monotonic,
+    def __init__(self, worker_ids: Iterable[str], *, queue_max: int, on_assign: Callable[[Request], None],
+                 on_position: Callable[[Request, bool], None], clock: Callable[[], float] = time.monotonic,
                  service: ServiceTimes | None = None) -> None:
         if queue_max < 0:
             raise ValueError(f"queue_max must be ≥ 0 (got {queue_max}).")
@@ -57,8 +32,8 @@ class Pool:
         self.service = service or ServiceTimes()
         self.waits = Waits()
         self.routes = {r.value: 0 for r in Route}  # dispatches by routing decision
-        self._queue: OrderedDict[str, Entry] = OrderedDict()
-        self._running: dict[str, Entry] = {}
+        self._queue: OrderedDict[str, Request] = OrderedDict()
+        self._running: dict[str, Request] = {}
         self._on_assign, self._on_position, self._clock = on_assign, on_position, clock
         self._dispatching = False
         self._again = False
@@ -68,10 +43,10 @@ class Pool:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def queued(self) -> list[Entry]:
+    def queued(self) -> list[Request]:
         return list(self._queue.values())
 
-    def running(self, worker_id: str | None = None) -> list[Entry]:
+    def running(self, worker_id: str | None = None) -> list[Request]:
         return [e for e in self._running.values() if worker_id is None or e.worker_id == worker_id]
 
     def is_queued(self, request_id: str) -> bool:
@@ -105,9 +80,9 @@ class Pool:
     def started(self, request_id: str, slot: int, prompt_tokens: int) -> None:
         """A running request's prefill is done: it runs in `slot` with `prompt_tokens` in its KV
         (shown by worker_stats until it ends; routing reads only the mirror)."""
-        entry = self._running.get(request_id)
-        if entry is not None:
-            entry.slot, entry.prompt_tokens = slot, prompt_tokens
+        req = self._running.get(request_id)
+        if req is not None:
+            req.slot, req.prompt_tokens = slot, prompt_tokens
 
     def queue_stats(self) -> dict:
         """Queue length, p50/p95 wait, the ETAs given and the service-time average behind them."""
@@ -122,47 +97,47 @@ class Pool:
 
     # ------------------------------------------------------------------ changes
 
-    def submit(self, entry: Entry) -> None:
-        """Queue an entry and dispatch; raises QueueFullError (and forgets it) when it would
+    def submit(self, req: Request) -> None:
+        """Queue a request and dispatch; raises QueueFullError (and forgets it) when it would
         have to wait behind `queue_max` others."""
-        entry.arrived = self._clock()
-        self._queue[entry.request_id] = entry
+        req.arrived = self._clock()
+        self._queue[req.request_id] = req
         self._dispatch()
-        if entry.request_id in self._queue and len(self._queue) > self.queue_max:
-            del self._queue[entry.request_id]
+        if req.request_id in self._queue and len(self._queue) > self.queue_max:
+            del self._queue[req.request_id]
             raise QueueFullError(
                 f"The request queue is full ({self.queue_max} requests are already waiting); "
                 "try again in a moment."
             )
         self._publish_positions()
 
-    def cancel(self, request_id: str) -> Entry | None:
-        """Remove a queued entry (its wait so far kept in waited_ms); None if it is not queued."""
-        entry = self._queue.pop(request_id, None)
-        if entry is not None:
-            entry.position, entry.waited_ms = 0, (self._clock() - entry.arrived) * 1000.0
+    def cancel(self, request_id: str) -> Request | None:
+        """Remove a queued request (its wait so far kept in waited_ms); None if it is not queued."""
+        req = self._queue.pop(request_id, None)
+        if req is not None:
+            req.position, req.waited_ms = 0, (self._clock() - req.arrived) * 1000.0
             self._dispatch()
             self._publish_positions()
-        return entry
+        return req
 
     def release(self, request_id: str, snapshot: tuple[SlotInfo, ...] = (), *, ok: bool = True,
-                hashes: tuple[bytes, ...] | None = None, slot: int = -1) -> Entry | None:
-        """A running entry ended: free its capacity, take in the worker's report (its slot
+                hashes: tuple[bytes, ...] | None = None, slot: int = -1) -> Request | None:
+        """A running request ended: free its capacity, take in the worker's report (its slot
         snapshot; without one, the `slot` its Done named and the `hashes` it now holds), dispatch."""
-        entry = self._running.pop(request_id, None)
-        if entry is None:
+        req = self._running.pop(request_id, None)
+        if req is None:
             return None
         now = self._clock()
-        opened = entry.cmd.session_id if ok and isinstance(entry.cmd, CreateSession) else None
-        self.workers[entry.worker_id].release(request_id, snapshot, slot=slot, hashes=hashes if ok else None,  # type: ignore[index]
+        opened = req.cmd.session_id if ok and isinstance(req.cmd, CreateSession) else None
+        self.workers[req.worker_id].release(request_id, snapshot, slot=slot, hashes=hashes if ok else None,  # type: ignore[index]
                                               session_id=opened, now=now)
         if ok:
-            self.service.add(now - entry.dispatched)
+            self.service.add(now - req.dispatched)
         self._dispatch()
         self._publish_positions()
-        return entry
+        return req
 
-    def set_status(self, status: WorkerStatus) -> list[Entry]:
+    def set_status(self, status: WorkerStatus) -> list[Request]:
         """Apply a worker's state. Going down (ERROR, or LOADING again) drops what runs on it and
         what waits pinned to it, returned for the gateway to fail; coming up resets its mirror."""
         mirror = self.workers[status.worker_id]
@@ -171,7 +146,7 @@ class Pool:
         mirror.restarting = status.state is WorkerState.ERROR and status.restarting
         if status.context_length:  # the status of a loaded model says what it can take
             mirror.context_length, mirror.supports_images = status.context_length, status.supports_images
-        failed: list[Entry] = []
+        failed: list[Request] = []
         if was_up and not mirror.up:
             failed = self._work_of(status.worker_id)
             mirror.reset(len(mirror.slots), mirror.capacity)
@@ -189,7 +164,7 @@ class Pool:
             raise ValueError(f"Worker {worker_id!r} is already in the pool.")
         self.workers[worker_id] = WorkerMirror(worker_id)
 
-    def remove_worker(self, worker_id: str) -> list[Entry]:
+    def remove_worker(self, worker_id: str) -> list[Request]:
         """A worker leaves the pool: its mirror is gone; what runs on it and what waits pinned to
         it are taken out and returned for the gateway to fail; the rest of the queue is dispatched
         to the other workers (and hears its new ETA)."""
@@ -199,7 +174,7 @@ class Pool:
         self._publish_positions()
         return failed
 
-    def _work_of(self, worker_id: str) -> list[Entry]:
+    def _work_of(self, worker_id: str) -> list[Request]:
         """Take out what runs on a worker and what waits pinned to it (it went down or away)."""
         failed = [self._running.pop(e.request_id) for e in self.running(worker_id)]
         return failed + [self._queue.pop(e.request_id) for e in self.queued() if e.pin == worker_id]
@@ -215,14 +190,14 @@ class Pool:
         self._dispatch()
         self._publish_positions()
 
-    def drop_queued(self) -> list[Entry]:
-        """Take every queued entry out (no worker can ever serve them); returns them."""
+    def drop_queued(self) -> list[Request]:
+        """Take every queued request out (no worker can ever serve them); returns them."""
         out = list(self._queue.values())
         self._queue.clear()
         return out
 
-    def drain(self) -> list[Entry]:
-        """Forget everything queued and running (shutdown); returns those entries."""
+    def drain(self) -> list[Request]:
+        """Forget everything queued and running (shutdown); returns those requests."""
         out = list(self._queue.values()) + list(self._running.values())
         self._queue.clear()
         for e in self._running.values():
@@ -233,10 +208,10 @@ class Pool:
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch(self) -> None:
-        """The single dispatch point: walk the queue in arrival order and assign every entry
-        that can run now. Once an unpinned entry cannot be placed, no later unpinned one can
+        """The single dispatch point: walk the queue in arrival order and assign every request
+        that can run now. Once an unpinned request cannot be placed, no later unpinned one can
         (they all need free capacity and a usable slot), so FIFO among them holds; a pinned
-        entry waits only for its own worker and for its session's previous command."""
+        request waits only for its own worker and for its session's previous command."""
         if self._dispatching:  # a callback re-entered: run again once the current pass ends
             self._again = True
             return
@@ -253,39 +228,39 @@ class Pool:
         any_blocked = False
         blocked_workers: set[str] = set()
         busy_sessions = {e.session_id for e in self._running.values() if e.session_id}
-        for entry in list(self._queue.values()):
-            if entry.request_id not in self._queue:
+        for req in list(self._queue.values()):
+            if req.request_id not in self._queue:
                 continue
-            if entry.pin is None:
+            if req.pin is None:
                 if any_blocked:
                     continue
-                target = self._route(entry)
+                target = self._route(req)
                 if target is None:
                     any_blocked = True
                     continue
             else:
-                if entry.pin in blocked_workers or entry.session_id in busy_sessions:
+                if req.pin in blocked_workers or req.session_id in busy_sessions:
                     continue
-                if self.workers[entry.pin].free <= 0:
-                    blocked_workers.add(entry.pin)
+                if self.workers[req.pin].free <= 0:
+                    blocked_workers.add(req.pin)
                     continue
-                target = (entry.pin, Route.SESSION)
-            self._assign(entry, *target)
-            if entry.session_id:
-                busy_sessions.add(entry.session_id)
+                target = (req.pin, Route.SESSION)
+            self._assign(req, *target)
+            if req.session_id:
+                busy_sessions.add(req.session_id)
 
-    def _route(self, entry: Entry) -> tuple[str, Route] | None:
+    def _route(self, req: Request) -> tuple[str, Route] | None:
         """Pick the worker (never the slot: the worker does): cached history → an empty slot →
         evict the least recently used slot → wait. Each worker's slots are read from its mirror
         less those its running requests take (`WorkerMirror._open`). Ties go to the worker with
         the most free capacity (spreads load), then pool order."""
         ups = sorted((w for w in self.workers.values() if w.free > 0), key=lambda w: -w.free)
-        if entry.call:  # a new call: the worker whose slots hold the fewest chats, without a live call
+        if req.call:  # a new call: the worker whose slots hold the fewest chats, without a live call
             ups.sort(key=lambda w: (w.duplex is Duplex.ACTIVE, w.cached_slots, -len(w.empty_slots()), -w.free))
             best = next((w for w in ups if w.empty_slots() or w.lru_slot()), None)
             return (best.worker_id, Route.FREE if best.empty_slots() else Route.EVICT) if best else None
         ups.sort(key=lambda w: w.duplex is Duplex.ACTIVE)  # stable: chats keep away from a live call
-        hits = [w for w in ups if w.hit_slot(entry.history) is not None]
+        hits = [w for w in ups if w.hit_slot(req.history) is not None]
         if hits:
             return hits[0].worker_id, Route.HIT
         empties = [(w, n) for w in ups if (n := len(w.empty_slots()))]
@@ -294,24 +269,24 @@ class Pool:
         oldest = min(((found[1], i, w.worker_id) for i, w in enumerate(ups) if (found := w.lru_slot())), default=None)
         return (oldest[2], Route.EVICT) if oldest else None
 
-    def _assign(self, entry: Entry, worker_id: str, route: Route) -> None:
-        del self._queue[entry.request_id]
+    def _assign(self, req: Request, worker_id: str, route: Route) -> None:
+        del self._queue[req.request_id]
         now = self._clock()
-        claim = None if route is Route.SESSION else entry.history if route is Route.HIT else b""
-        self.workers[worker_id].take(entry.request_id, claim)
-        entry.worker_id, entry.route, entry.position = worker_id, route, 0
-        entry.dispatched, entry.waited_ms = now, (now - entry.arrived) * 1000.0
-        self._running[entry.request_id] = entry
-        self.waits.add(entry.waited_ms)
+        claim = None if route is Route.SESSION else req.history if route is Route.HIT else b""
+        self.workers[worker_id].take(req.request_id, claim)
+        req.worker_id, req.route, req.position = worker_id, route, 0
+        req.dispatched, req.waited_ms = now, (now - req.arrived) * 1000.0
+        self._running[req.request_id] = req
+        self.waits.add(req.waited_ms)
         self.routes[route.value] += 1
-        self._on_assign(entry)
+        self._on_assign(req)
 
     def _publish_positions(self) -> None:
         up = [w for w in self.workers.values() if w.up] or list(self.workers.values())
         total = sum(w.capacity for w in up)
-        for i, entry in enumerate(self._queue.values(), start=1):
-            if entry.position != i:
-                first = entry.position == 0
-                cap = self.workers[entry.pin].capacity if entry.pin else total
-                entry.position, entry.eta_s = i, self.service.eta(i, cap)
-                self._on_position(entry, first)
+        for i, req in enumerate(self._queue.values(), start=1):
+            if req.position != i:
+                first = req.position == 0
+                cap = self.workers[req.pin].capacity if req.pin else total
+                req.position, req.eta_s = i, self.service.eta(i, cap)
+                self._on_position(req, first)

@@ -14,7 +14,7 @@ from desktop import __version__
 from desktop.logs import log_dir
 from desktop.settings import Settings
 from desktop.ui.admin.format import loading_fraction
-from desktop.ui.admin.monitor import Snapshot
+from desktop.gateway.monitor import Snapshot
 from desktop.ui.admin.panel import AdminPanel, Cancel
 from desktop.ui.icons import app_icon
 from desktop.ui.loading_banner import LoadingBanner

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QStatusBar, QWidget
 
 from desktop.ui.admin.format import loading_fraction, percent
-from desktop.ui.admin.monitor import Snapshot, WorkerRow
+from desktop.gateway.monitor import Snapshot, WorkerRow
 from desktop.ui.plain import plain_tip
 
 ORDER = ("busy", "idle", "loading", "error", "unreachable")

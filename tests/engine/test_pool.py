@@ -10,7 +10,8 @@ import pytest
 
 from desktop.gateway.eta import ServiceTimes, Waits
 from desktop.gateway.mirror import Route, WorkerMirror
-from desktop.gateway.pool import Entry, Pool
+from desktop.gateway.pool import Pool
+from desktop.gateway.request import Request
 from desktop.protocol import Chat, CreateSession, Generate, SlotInfo
 from desktop.model.messages import Message
 from desktop.protocol import WorkerState, WorkerStatus
@@ -28,10 +29,10 @@ class Recorder:
         self.assigned: list[str] = []
         self.positions: list[tuple[str, int, bool]] = []
 
-    def assign(self, e: Entry) -> None:
+    def assign(self, e: Request) -> None:
         self.assigned.append(e.request_id)
 
-    def position(self, e: Entry, first: bool) -> None:
+    def position(self, e: Request, first: bool) -> None:
         self.positions.append((e.request_id, e.position, first))
 
 
@@ -42,8 +43,8 @@ def make_pool(workers: dict[str, tuple[int, int]], rec: Recorder, **kw) -> Pool:
     return pool
 
 
-def chat(loop, rid: str, history: bytes = b"") -> Entry:
-    return Entry(rid, Chat(rid, (Message("user", rid),)), loop.create_future(), history=history)
+def chat(loop, rid: str, history: bytes = b"") -> Request:
+    return Request(rid, Chat(rid, (Message("user", rid),)), loop.create_future(), history=history)
 
 
 def held(index: int, *hashes: bytes, state: str = "idle", session: str | None = None) -> SlotInfo:
@@ -51,8 +52,8 @@ def held(index: int, *hashes: bytes, state: str = "idle", session: str | None = 
     return SlotInfo(index, state, hashes, 10 if hashes else 0, 0.0, session, 0)
 
 
-def generate(loop, rid: str, sid: str, worker: str) -> Entry:
-    return Entry(rid, Generate(rid, sid), loop.create_future(), pin=worker, session_id=sid)
+def generate(loop, rid: str, sid: str, worker: str) -> Request:
+    return Request(rid, Generate(rid, sid), loop.create_future(), pin=worker)
 
 
 def test_fifo_and_capacity_taken_at_assignment(loop) -> None:
@@ -168,7 +169,7 @@ def test_a_stale_in_use_mark_does_not_hold_a_slot_when_nothing_runs(loop) -> Non
     there the mark is ignored, so the worker's only slot is not lost to routing."""
     rec = Recorder()
     pool = make_pool({"w": (2, 1)}, rec)
-    pool.submit(Entry("o", CreateSession("o", "s"), loop.create_future(), session_id="s"))
+    pool.submit(Request("o", CreateSession("o", "s"), loop.create_future()))
     pool.release("o", (held(0, state="busy"),))  # stale: a chat the worker never reported on
     pool.submit(chat(loop, "x"))
     assert rec.assigned == ["o", "x"]
@@ -179,7 +180,7 @@ def test_a_stale_in_use_mark_does_not_hold_a_slot_when_nothing_runs(loop) -> Non
 def test_create_session_pins_its_slot_against_eviction(loop) -> None:
     rec = Recorder()
     pool = make_pool({"w": (1, 1)}, rec)
-    pool.submit(Entry("o", CreateSession("o", "s"), loop.create_future(), session_id="s"))
+    pool.submit(Request("o", CreateSession("o", "s"), loop.create_future()))
     pool.release("o", slot=0)  # no snapshot: the slot its Done named is the session's
     assert pool.workers["w"].slots[0].session_id == "s"
     pool.submit(chat(loop, "x"))
@@ -221,7 +222,7 @@ def test_a_new_call_goes_where_it_costs_chats_no_cache_and_chats_then_avoid_it(l
     rec = Recorder()
     pool = make_pool({"w1": (4, 4), "w2": (2, 4)}, rec)
     pool.workers["w1"].slots = [held(0, b"a"), held(1, b"b"), held(2), held(3)]  # w1 caches two chats
-    call = Entry("c", CreateSession("c", "s1"), loop.create_future(), session_id="s1", call=True)
+    call = Request("c", CreateSession("c", "s1"), loop.create_future(), call=True)
     pool.submit(call)
     assert call.worker_id == "w2"  # w1 has more room, but its cache would be pushed out
     pool.release("c", slot=0)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from desktop.gateway.pool import Entry, Pool
+from desktop.gateway.pool import Pool
+from desktop.gateway.request import Request
 from desktop.protocol import Chat, CreateSession, Generate, SlotInfo
 from desktop.errors import QueueFullError
 from desktop.model.messages import Message
@@ -51,7 +52,7 @@ class SimWorker:
         self.slots = [SimSlot(i) for i in range(num_slots)]
         self.used: dict[str, SimSlot] = {}
 
-    def place(self, entry: Entry, now: float) -> SimSlot | None:
+    def place(self, entry: Request, now: float) -> SimSlot | None:
         if entry.pin is not None:
             slot = next((s for s in self.slots if s.session == entry.session_id), None)
         else:
@@ -68,7 +69,7 @@ class SimWorker:
             self.used[entry.request_id] = slot
         return slot
 
-    def end(self, entry: Entry, ok: bool, holds: bytes) -> SimSlot | None:
+    def end(self, entry: Request, ok: bool, holds: bytes) -> SimSlot | None:
         slot = self.used.pop(entry.request_id, None)
         if slot is None or entry.pin is not None:
             return slot
@@ -90,7 +91,7 @@ class PoolMachine(RuleBasedStateMachine):
         self.clock = 0.0
         self.pool = Pool(WORKERS, queue_max=6, on_assign=self.on_assign, on_position=self.on_position,
                          clock=lambda: self.clock)
-        self.entries: dict[str, Entry] = {}
+        self.entries: dict[str, Request] = {}
         self.order: list[str] = []  # arrival order of admitted requests
         self.assigned: Counter[str] = Counter()
         self.queued_once: Counter[str] = Counter()
@@ -109,7 +110,7 @@ class PoolMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ callbacks (the checks)
 
-    def on_assign(self, entry: Entry) -> None:
+    def on_assign(self, entry: Request) -> None:
         rid = entry.request_id
         self.assigned[rid] += 1
         assert self.assigned[rid] == 1, f"{rid} assigned twice"
@@ -128,18 +129,18 @@ class PoolMachine(RuleBasedStateMachine):
         placed = self.sims[entry.worker_id].place(entry, self.clock)
         assert placed is not None or entry.pin is not None, f"{entry.worker_id} has no slot for {rid}"
 
-    def on_position(self, entry: Entry, first: bool) -> None:
+    def on_position(self, entry: Request, first: bool) -> None:
         assert self.pool.is_queued(entry.request_id)
         self.queued_once[entry.request_id] += first
         assert self.queued_once[entry.request_id] == 1
 
-    def end(self, entry: Entry) -> None:
+    def end(self, entry: Request) -> None:
         self.ended[entry.request_id] += 1
         assert self.ended[entry.request_id] == 1, f"{entry.request_id} ended twice"
 
     # ------------------------------------------------------------------ arrivals
 
-    def admit(self, entry: Entry) -> None:
+    def admit(self, entry: Request) -> None:
         self.n += 1
         self.entries[entry.request_id] = entry
         self.order.append(entry.request_id)
@@ -155,12 +156,12 @@ class PoolMachine(RuleBasedStateMachine):
         rid = f"c{self.n}"
         history = b"" if new else conv_hash(conv)
         self.convs[rid] = conv
-        self.admit(Entry(rid, Chat(rid, (Message("user", str(conv)),)), self.loop.create_future(), history=history))
+        self.admit(Request(rid, Chat(rid, (Message("user", str(conv)),)), self.loop.create_future(), history=history))
 
     @rule()
     def create_session(self) -> None:
         rid, sid = f"o{self.n}", f"s{self.n}"
-        self.admit(Entry(rid, CreateSession(rid, sid), self.loop.create_future(), session_id=sid))
+        self.admit(Request(rid, CreateSession(rid, sid), self.loop.create_future()))
 
     @precondition(lambda self: self.sessions)
     @rule(data=st.data(), burst=st.integers(1, 3))
@@ -168,14 +169,14 @@ class PoolMachine(RuleBasedStateMachine):
         sid = data.draw(st.sampled_from(sorted(self.sessions)))
         for _ in range(burst):
             rid = f"g{self.n}"
-            self.admit(Entry(rid, Generate(rid, sid), self.loop.create_future(), pin=self.sessions[sid], session_id=sid))
+            self.admit(Request(rid, Generate(rid, sid), self.loop.create_future(), pin=self.sessions[sid]))
 
     # ------------------------------------------------------------------ endings
 
     def live(self) -> list[str]:
         return [r for r in self.order if not self.ended[r]]
 
-    def running(self) -> list[Entry]:
+    def running(self) -> list[Request]:
         return sorted(self.pool.running(), key=lambda e: e.request_id)
 
     @precondition(lambda self: any(not self.ended[r] for r in self.order))
@@ -193,7 +194,7 @@ class PoolMachine(RuleBasedStateMachine):
         self.clock += data.draw(st.floats(0, 5))
         self.release(entry, ok, report)
 
-    def release(self, entry: Entry, ok: bool = True, report: str = "snapshot") -> None:
+    def release(self, entry: Request, ok: bool = True, report: str = "snapshot") -> None:
         """The worker's terminal event: a Done with its snapshot, or naming only its slot (a host
         without snapshots; a session's opening is always reported), or an error (nothing)."""
         conv = self.convs.get(entry.request_id)

@@ -15,7 +15,7 @@ from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.settings import Settings
 from desktop.ui.admin.format import ago, loading_fraction, size
-from desktop.ui.admin.monitor import WorkerRow
+from desktop.gateway.monitor import WorkerRow
 from desktop.ui.status_bar import queue_summary, worker_summary
 
 

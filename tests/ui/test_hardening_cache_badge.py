@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from desktop.protocol import TokenStats
 from desktop.protocol.reasons import CacheReason
 from desktop.ui.admin.counters import CountersRow
-from desktop.ui.admin.monitor import Snapshot
+from desktop.gateway.monitor import Snapshot
 from desktop.ui.chat.badge import Badge
 from desktop.ui.theme import WINDOW_CSS
 from desktop.workers.stats import WorkerCounters

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.settings import Settings
-from desktop.ui.admin.monitor import Snapshot, WorkerRow
+from desktop.gateway.monitor import Snapshot, WorkerRow
 from desktop.ui.chat import ChatPage, dialogs
 from desktop.ui.chat.notice import too_long
 from desktop.ui.main_window import MainWindow

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from desktop.composition import Composition
 from desktop.settings import Settings, load_settings
-from desktop.ui.admin.monitor import Snapshot, WorkerRow
+from desktop.gateway.monitor import Snapshot, WorkerRow
 from desktop.ui.main_window import MainWindow
 from desktop.ui.shortcuts import SHORTCUTS, ShortcutsDialog, binds, native, window_shortcuts
 from desktop.ui.theme import apply_theme

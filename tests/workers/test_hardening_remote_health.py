@@ -14,7 +14,7 @@ from desktop.gateway.gateway import Gateway
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import Chat, ErrorEvent, WorkerState, WorkerStatus
-from desktop.ui.admin.monitor import EngineMonitor
+from desktop.gateway.monitor import EngineMonitor
 from desktop.workers.remote.host import RemoteHost
 from desktop.workers.remote.spec import RemoteSpec
 
@@ -79,7 +79,8 @@ def test_admin_shows_the_reason_and_the_engine_is_ready_not_loading(server):
 
     async def main() -> None:
         host = RemoteHost("remote0", RemoteSpec(server.url), health_s=0.2, backoff=(0.05, 0.2), timeout_s=5.0)
-        gw = Gateway(monitor.wrap([host]))
+        gw = Gateway([host])
+        monitor.watch(gw)
         await gw.start()
         try:
             await gw.wait_ready(20)

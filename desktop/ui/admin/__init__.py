@@ -1,2 +1,2 @@
 """The admin panel: workers, KV slots, the request queue and cache counters, refreshed live
-from gateway.stats() and the monitor's tap on the worker hosts."""
+from gateway.stats() and what the engine monitor (gateway/monitor.py) heard from the hosts."""

@@ -8,7 +8,7 @@ import re
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from desktop.ui.admin.format import percent
-from desktop.ui.admin.monitor import Snapshot
+from desktop.gateway.monitor import Snapshot
 
 
 class CounterCard(QFrame):

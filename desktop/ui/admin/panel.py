@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 
 from desktop.errors import OmnideskError
 from desktop.ui.admin.counters import CountersRow
-from desktop.ui.admin.monitor import Snapshot
+from desktop.gateway.monitor import Snapshot
 from desktop.ui.admin.queue_model import QueueModel
 from desktop.ui.admin.rows_model import RowsModel
 from desktop.ui.admin.slots_model import SlotsModel

@@ -3,7 +3,7 @@ the local API), how long it has waited, its estimated start and the worker it wa
 
 from __future__ import annotations
 
-from desktop.ui.admin.monitor import QueueRow
+from desktop.gateway.monitor import QueueRow
 from desktop.ui.admin.rows_model import RowsModel
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtGui import QIcon
 
 from desktop.ui.admin.format import ago, size
-from desktop.ui.admin.monitor import SlotRow
+from desktop.gateway.monitor import SlotRow
 from desktop.ui.admin.rows_model import RowsModel
 from desktop.ui.icons import state_dot
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QIcon
 
-from desktop.ui.admin.monitor import WorkerRow
+from desktop.gateway.monitor import WorkerRow
 from desktop.ui.admin.rows_model import RowsModel
 from desktop.ui.icons import state_dot
 

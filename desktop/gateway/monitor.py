@@ -1,20 +1,17 @@
-"""What the status bar and the admin panel show, without Qt: a tap on each worker host (its
-status, slot snapshots and per-request stats, as the gateway receives them) merged with gateway.stats()."""
+"""What the status bar and the admin panel show, without Qt: what the gateway's hosts report (each
+worker's status, slot snapshots and per-request stats, heard as a gateway event observer) merged
+with gateway.stats()."""
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from desktop.protocol import Command, Done, ErrorEvent, SlotInfo
-from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
-from desktop.workers.remote.host import UNREACHABLE
+from desktop.errors import REMOTE_UNREACHABLE as UNREACHABLE
+from desktop.protocol import Done, ErrorEvent, Event, SlotInfo
+from desktop.protocol import WorkerState, WorkerStatus
 from desktop.workers.stats import WorkerCounters
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,46 +70,41 @@ class Snapshot:
 
 
 class EngineMonitor:
-    """Watches the hosts of one gateway. `wrap(hosts)` returns hosts to give the gateway; the
-    tap runs on worker threads, so it only stores references and counts under a lock."""
+    """Watches the hosts of one gateway (`watch`), on its loop, through the gateway's event
+    observers: every event of a host in the pool, as it arrives, before the gateway acts on it."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._status: dict[str, WorkerStatus] = {}
         self._slots: dict[str, tuple[SlotInfo, ...]] = {}
         self._counters = WorkerCounters()
 
-    def wrap(self, hosts: Sequence[WorkerHost]) -> list[WorkerHost]:
-        return [TappedHost(host, self) for host in hosts]
+    def watch(self, gateway: Any) -> None:
+        """Hear the events of `gateway`'s hosts (those it has and those added later)."""
+        gateway.event_observers.append(self.observe)
 
-    def observe(self, worker_id: str, event: Any) -> None:
+    def observe(self, worker_id: str, event: Event | WorkerStatus) -> None:
         if isinstance(event, WorkerStatus):
             self._status[worker_id] = event
             if event.state in (WorkerState.ERROR, WorkerState.LOADING):
-                with self._lock:  # its slots died with it (or are being rebuilt): no stale rows
-                    self._slots.pop(worker_id, None)
+                self._slots.pop(worker_id, None)  # its slots died with it (or are being rebuilt): no stale rows
         elif isinstance(event, Done):
-            with self._lock:
-                if event.slots:
-                    self._slots[worker_id] = event.slots
-                if event.stats.finish_reason != "cancelled" or event.stats.input_tokens:
-                    self._counters.record(event.stats)
+            if event.slots:
+                self._slots[worker_id] = event.slots
+            if event.stats.finish_reason != "cancelled" or event.stats.input_tokens:
+                self._counters.record(event.stats)
         elif isinstance(event, ErrorEvent):
-            with self._lock:
-                self._counters.errors += 1
+            self._counters.errors += 1
 
     def forget(self, worker_id: str) -> None:
         """The worker left the pool: its last status and slots are not kept."""
         self._status.pop(worker_id, None)
-        with self._lock:
-            self._slots.pop(worker_id, None)
+        self._slots.pop(worker_id, None)
 
     def status(self, worker_id: str) -> WorkerStatus | None:
         return self._status.get(worker_id)
 
     def counters(self) -> dict[str, float]:
-        with self._lock:
-            return self._counters.snapshot()
+        return self._counters.snapshot()
 
     # ------------------------------------------------------------------ the merged view
 
@@ -171,25 +163,3 @@ def _kind(name: str) -> str:
     return {"Chat": "chat", "CreateSession": "new session", "AppendInput": "append",
             "Generate": "generate", "EndSession": "end session"}.get(name, name.lower())
 
-
-class TappedHost(WorkerHost):
-    """A host that shows the monitor every event it hands the gateway (the same objects)."""
-
-    def __init__(self, inner: WorkerHost, monitor: EngineMonitor) -> None:
-        self.inner, self.worker_id, self._monitor = inner, inner.worker_id, monitor
-
-    def start(self, sink: EventSink) -> None:
-        def tap(worker_id: str, event: Any) -> None:
-            try:
-                self._monitor.observe(worker_id, event)
-            except Exception:  # the tap must never break a worker's event path
-                log.exception("Monitor failed on %s", type(event).__name__)
-            sink(worker_id, event)
-
-        self.inner.start(tap)
-
-    def submit(self, cmd: Command) -> None:
-        self.inner.submit(cmd)
-
-    def close(self, timeout: float = 5.0) -> None:
-        self.inner.close(timeout)
