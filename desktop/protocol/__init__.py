@@ -7,7 +7,7 @@ from desktop.protocol.commands import (
 )
 from desktop.protocol.events import (
     TERMINAL, ChunkEvent, Done, ErrorEvent, Event, FinishReason, Heartbeat, MatchKind, PrefillDone, PrefillProgress,
-    QueueDone, Queued, QueueUpdate, SlotInfo, TokenStats,
+    QueueDone, Queued, QueueUpdate, SlotInfo, SlotState, TokenStats,
 )
 from desktop.protocol.host import EventSink, WorkerHost, WorkerState, WorkerStatus
 from desktop.protocol.reasons import CacheReason
@@ -15,6 +15,6 @@ from desktop.protocol.reasons import CacheReason
 __all__ = [
     "AppendInput", "Chat", "Command", "CreateSession", "EndSession", "Generate", "Reset", "Shutdown", "Stop", "TruncateReply",
     "TERMINAL", "ChunkEvent", "Done", "ErrorEvent", "Event", "FinishReason", "Heartbeat", "MatchKind", "PrefillDone",
-    "PrefillProgress", "QueueDone", "Queued", "QueueUpdate", "SlotInfo", "TokenStats",
+    "PrefillProgress", "QueueDone", "Queued", "QueueUpdate", "SlotInfo", "SlotState", "TokenStats",
     "EventSink", "WorkerHost", "WorkerState", "WorkerStatus", "CacheReason",
 ]

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from desktop.protocol import Command, Done, ErrorEvent, SlotInfo
+from desktop.protocol import Command, Done, ErrorEvent, SlotInfo, SlotState
 from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
 from desktop.workers.remote.host import UNREACHABLE
 from desktop.workers.stats import WorkerCounters
@@ -34,7 +34,7 @@ class WorkerRow:
 class SlotRow:
     worker: str
     index: int
-    state: str  # empty | idle | active | session | …
+    state: SlotState
     hash_prefix: str  # first 8 hex of the last message-prefix hash ('' when none)
     messages: int
     tokens: int
@@ -144,16 +144,17 @@ def _slot_row(worker: str, s: dict, info: SlotInfo | None, now: float) -> SlotRo
     run = s.get("running")
     if run:  # its conversation and prompt, until its Done brings the worker's own snapshot
         if run["messages"] is None:  # a session's command: the session's slot, grown by its prompt
-            return SlotRow(worker, s["index"], "active", "", s["hashes"], max(run["tokens"], s["tokens"]), 0.0, None)
-        return SlotRow(worker, s["index"], "active", run["history"], run["messages"], run["tokens"], 0.0, None)
+            return SlotRow(worker, s["index"], SlotState.BUSY, "", s["hashes"], max(run["tokens"], s["tokens"]), 0.0,
+                           None)
+        return SlotRow(worker, s["index"], SlotState.BUSY, run["history"], run["messages"], run["tokens"], 0.0, None)
     if s["in_use"]:
-        state = "active"
+        state = SlotState.BUSY
     elif s["session_id"]:
-        state = "session"
-    elif info is not None and info.state not in ("busy",):
+        state = SlotState.SESSION
+    elif info is not None and info.state is not SlotState.BUSY:
         state = info.state
     else:
-        state = "idle" if s["tokens"] else "empty"
+        state = SlotState.IDLE if s["tokens"] else SlotState.EMPTY
     hashes = info.hashes if info is not None else ()
     idle = now - s["last_used"] if s["last_used"] else None
     return SlotRow(worker, s["index"], state, hashes[-1][:4].hex() if hashes else "", s["hashes"], s["tokens"],
