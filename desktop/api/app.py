@@ -122,9 +122,8 @@ def retry_after(gateway: Any) -> float:
     """Seconds until the queue should have room: its length × the mean service time ÷ capacity."""
     try:
         stats = gateway.stats()
-        queue = stats["queue"]
-        capacity = sum(max(w.get("capacity", 1), 1) for w in stats["workers"]) or 1
-        return max(1.0, math.ceil(queue["length"] * queue["service_avg_s"] / capacity))
+        capacity = sum(max(w.capacity, 1) for w in stats.workers) or 1
+        return max(1.0, math.ceil(stats.queue.length * stats.queue.service_avg_s / capacity))
     except Exception:  # never let a hint turn a 429 into a 500
         return 1.0
 
