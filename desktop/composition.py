@@ -25,26 +25,13 @@ from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme
 from desktop.workers.factory import make_hosts, remote_hosts
+from desktop.wiring.engine_proxy import EngineProxy
 from desktop.workers.remote.roster import RemoteRoster
 from desktop.protocol import WorkerHost, WorkerStatus
 
 log = logging.getLogger(__name__)
 RESTARTING = "Restarting the model with the new settings…"
 STARTING = "Starting the model…"
-
-
-class GatewayProxy:
-    """Stands in for the current gateway, so that pages built once keep working across reloads."""
-
-    def __init__(self) -> None:
-        self.target: Gateway | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        target = self.__dict__.get("target")
-        if target is None:
-            raise OmnideskError("The model is not running yet; try again in a moment.", code="not_ready",
-                                retryable=True)
-        return getattr(target, name)
 
 
 class Composition(QObject):
@@ -65,7 +52,7 @@ class Composition(QObject):
         self.gateway: Gateway | None = None
         self.monitor: EngineMonitor | None = None
         self.roster: RemoteRoster | None = None  # the engine's remote workers, changed live (_apply_remotes)
-        self.proxy = GatewayProxy()
+        self.proxy = EngineProxy()
         self.model_name: str | None = None
         self.supports_images = False
         self.window: MainWindow | None = None

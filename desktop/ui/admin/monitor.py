@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from desktop.protocol import Command, Done, ErrorEvent, SlotInfo, SlotState
 from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.protocol.engine import EngineApi
 from desktop.protocol.engine_stats import QueueStats, SlotStats
 from desktop.workers.remote.host import UNREACHABLE
 from desktop.workers.stats import WorkerCounters
@@ -117,7 +118,7 @@ class EngineMonitor:
 
     # ------------------------------------------------------------------ the merged view
 
-    def snapshot(self, gateway: Any, now: float | None = None) -> Snapshot:
+    def snapshot(self, gateway: EngineApi, now: float | None = None) -> Snapshot:
         """Read gateway.stats() once and merge in what the tap saw. `now` is the gateway's clock."""
         now = time.monotonic() if now is None else now
         stats = gateway.stats()
