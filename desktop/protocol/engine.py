@@ -36,8 +36,9 @@ class EngineApi(Protocol):
     at the door raise (QueueFullError, UnknownSession, InvalidRequest, ModelLoadError); an
     admitted request ends with exactly one Done or ErrorEvent on its stream."""
 
-    observers: list[Observer]
-    """Told of every user request that ended (e.g. /metrics); one that raises is only logged."""
+    @property
+    def observers(self) -> list[Observer]:
+        """Told of every user request that ended (e.g. /metrics); one that raises is only logged."""
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
              request_id: str | None = None, origin: str = "app") -> RequestEvents:

@@ -136,8 +136,9 @@ class EngineMonitor:
                                      w.capacity, used, len(w.slots), w.sessions, message))
             known = {s.index: s for s in self._slots.get(w.id, ())}
             slots += [_slot_row(w.id, s, known.get(s.index), now) for s in w.slots]
+        kinds = {k.value: n for k, n in stats.cache.items()}
         return Snapshot(workers, slots, queue_rows(stats.queue), self.counters(), asdict(stats.requests),
-                        dict(stats.routing), dict(stats.cache), stats.to_json()["queue"], dict(stats.origins))
+                        dict(stats.routing), kinds, stats.to_json()["queue"], dict(stats.origins))
 
 
 def _slot_row(worker: str, s: SlotStats, info: SlotInfo | None, now: float) -> SlotRow:
