@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from desktop.chat.saved_fields import reply_stats
 from desktop.protocol import EngineStats, MatchKind, SlotState, TokenStats, WorkerStats
 from fake_host import FakeHost
 from gw_helpers import bot, gateway, run, turn, user
@@ -38,7 +39,8 @@ def test_stats_are_frozen_records_whose_json_keeps_the_old_shape() -> None:
 
 def test_kinds_and_slot_states_take_their_words_and_refuse_others() -> None:
     assert TokenStats(kind="extend").kind is MatchKind.EXTEND and str(MatchKind.EXTEND) == "extend"
-    assert json.dumps(dataclasses.asdict(TokenStats(kind="hit")))  # saved as its word
+    saved = json.loads(json.dumps(dataclasses.asdict(TokenStats(kind="hit"))))
+    assert saved["kind"] == "hit" and reply_stats(saved)["kind"] == "hit"  # saved and loaded again as its word
     assert json.loads(json.dumps({"kind": MatchKind.HIT})) == {"kind": "hit"}
     assert SlotState("busy") is SlotState.BUSY and f"{SlotState.SESSION}" == "session"
     with pytest.raises(ValueError):
