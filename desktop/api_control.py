@@ -5,11 +5,12 @@ the settings say, serving whatever engine is current (503 while none is)."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Callable
 
 from desktop.api.app import Engine, make_app
 from desktop.api.metrics import Live, Metrics
 from desktop.api.server import ApiServer, ApiState, ApiStatus
+from desktop.protocol.engine import EngineApi
 from desktop.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ class ApiControl:
     def status(self) -> ApiStatus:
         return self.server.status
 
-    def watch(self, gateway: Any) -> None:
+    def watch(self, gateway: EngineApi) -> None:
         """A new gateway: its requests count in /metrics too."""
         gateway.observers.append(self.metrics.observe)
 

@@ -1,5 +1,6 @@
 """Composition root: settings → workers → gateway → windows on the way up; windows → gateway →
-hosts on the way down. Also applies new settings: live, or by rebuilding the engine with progress."""
+hosts on the way down. Also applies new settings: live, or by rebuilding the engine with progress.
+Its parts are in desktop/wiring/: the engine it runs, the pages it builds, the gateway proxy."""
 
 from __future__ import annotations
 
@@ -16,41 +17,26 @@ from desktop.api.app import Engine
 from desktop.api.metrics import live_from_snapshot
 from desktop.api_control import ApiControl
 from desktop.gateway.gateway import Gateway
-from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
-from desktop.model.loader import ModelSpec
+from desktop.protocol import WorkerHost
 from desktop.settings import Settings, save_settings
 from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
-from desktop.ui.placeholder import ComingSoonPage
 from desktop.ui.theme import apply_theme
+from desktop.wiring.engine_proxy import EngineProxy
+from desktop.wiring.engine_runner import EngineRunner
+from desktop.wiring.pages import Pages
 from desktop.workers.factory import make_hosts, remote_hosts
 from desktop.workers.remote.roster import RemoteRoster
-from desktop.protocol import WorkerHost, WorkerStatus
 
 log = logging.getLogger(__name__)
 RESTARTING = "Restarting the model with the new settings…"
-STARTING = "Starting the model…"
-
-
-class GatewayProxy:
-    """Stands in for the current gateway, so that pages built once keep working across reloads."""
-
-    def __init__(self) -> None:
-        self.target: Gateway | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        target = self.__dict__.get("target")
-        if target is None:
-            raise OmnideskError("The model is not running yet; try again in a moment.", code="not_ready",
-                                retryable=True)
-        return getattr(target, name)
 
 
 class Composition(QObject):
-    """Owns the settings, the engine (hosts + gateway + monitor) and the main window.
-    `engine_state` reports "loading", "ready", "failed", "restarting" and "closed";
-    `quit_requested` fires when the user closed the window (Ctrl+Q or the close button)."""
+    """Owns the settings, the engine (EngineRunner: hosts + gateway + monitor), the pages (Pages)
+    and the main window. `engine_state` reports "loading", "ready", "failed", "restarting" and
+    "closed"; `quit_requested` fires when the user closed the window (Ctrl+Q or the close button)."""
 
     engine_state = Signal(str)
     quit_requested = Signal()
@@ -61,28 +47,76 @@ class Composition(QObject):
                  settings_path: Path | None = None) -> None:
         super().__init__()
         self.app, self.settings, self._warning, self._path = app, settings, warning, settings_path
-        self.hosts: list[WorkerHost] = []
-        self.gateway: Gateway | None = None
-        self.monitor: EngineMonitor | None = None
-        self.roster: RemoteRoster | None = None  # the engine's remote workers, changed live (_apply_remotes)
-        self.proxy = GatewayProxy()
-        self.model_name: str | None = None
-        self.supports_images = False
         self.window: MainWindow | None = None
-        self.chat_page: QWidget | None = None
-        self.store: Any = None
         self.settings_dialog: QDialog | None = None
         self._settings_page: str | None = None  # the settings page last looked at (this run)
-        self.voice: Any = None  # desktop.speech.voice.Voice, built with the chat page
-        self.call_page: Any = None  # desktop.ui.call.page.CallPage
-        self.recordings_page: QWidget | None = None  # desktop.ui.recordings.RecordingsPage
-        self.recordings: Any = None  # desktop.recording.service.Recordings
-        self._boot_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()
         self._closed = False
         self.api = ApiControl(self._api_engine, self._loading, lambda: live_from_snapshot(self.snapshot()))
         self.api.server.listeners.append(self.api_status.emit)
+        self.engine = EngineRunner(
+            lambda: self.settings, lambda: self.window, hosts_for=engine_hosts,
+            remote_hosts=lambda specs, ids: remote_hosts(specs, ids=ids),  # looked up at each call (tests swap it)
+            on_state=self.engine_state.emit, on_gateway=self.api.watch,
+            on_images=lambda images: self.pages.set_supports_images(images), spawn=self.spawn)
+        self.pages = Pages(lambda: self.settings, self.engine.proxy, model=lambda: self.engine.model_name,
+                           sees_images=lambda: self.engine.supports_images, recording_status=self.recording_status.emit,
+                           save=self.save, open_settings=self.open_settings)
+
+    # ------------------------------------------------------------------ what the parts own
+
+    @property
+    def gateway(self) -> Gateway | None:
+        return self.engine.gateway
+
+    @property
+    def monitor(self) -> EngineMonitor | None:
+        return self.engine.monitor
+
+    @property
+    def hosts(self) -> list[WorkerHost]:
+        return self.engine.hosts
+
+    @property
+    def roster(self) -> RemoteRoster | None:
+        return self.engine.roster
+
+    @property
+    def proxy(self) -> EngineProxy:
+        return self.engine.proxy
+
+    @property
+    def model_name(self) -> str | None:
+        return self.engine.model_name
+
+    @property
+    def supports_images(self) -> bool:
+        return self.engine.supports_images
+
+    @property
+    def chat_page(self) -> QWidget | None:
+        return self.pages.chat_page
+
+    @property
+    def call_page(self) -> Any:
+        return self.pages.call_page
+
+    @property
+    def recordings_page(self) -> QWidget | None:
+        return self.pages.recordings_page
+
+    @property
+    def recordings(self) -> Any:
+        return self.pages.recordings
+
+    @property
+    def store(self) -> Any:
+        return self.pages.store
+
+    @property
+    def voice(self) -> Any:
+        return self.pages.voice
 
     # ------------------------------------------------------------------ start
 
@@ -93,19 +127,12 @@ class Composition(QObject):
         window = self.window = MainWindow(self.settings, self.snapshot, lambda rid: self.proxy.cancel(rid))
         window.settings_requested.connect(self.open_settings)
         window.closed.connect(self._window_closed)
-        self.recordings = self._make_recordings()
-        self.chat_page = self._make_chat_page()
-        window.set_chat_page(self.chat_page)
-        self.call_page = self._make_call_page()
-        if self.call_page is not None:
-            window.set_call_page(self.call_page)
-        self.recordings_page = self._make_recordings_page()
-        if self.recordings_page is not None:
-            window.set_recordings_page(self.recordings_page)
-            self.recordings_page.settings_page_requested.connect(self.open_settings)
+        self.pages.build(window)
+        if self.recordings is not None:
+            self.recording_status.connect(window.show_message)
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
-        self._boot_task = self.spawn(self._boot())
+        self.engine.boot()
         if self.settings.api_server_enabled:
             self.spawn(self.api.apply(self.settings))  # at once: it answers 503 until the model is up
         if self.recordings is not None:  # at start, then hourly (cancelled with the other tasks at shutdown)
@@ -131,101 +158,24 @@ class Composition(QObject):
         return task
 
     def snapshot(self) -> Snapshot | None:
-        if self.gateway is None or self.monitor is None:
-            return None
-        return self.monitor.snapshot(self.gateway)
+        return self.engine.snapshot()
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for the current (re)load to end; True when a model is up."""
-        async def settled() -> None:
-            while (task := self._boot_task) is not None:
-                try:
-                    await asyncio.shield(task)
-                    return
-                except asyncio.CancelledError:
-                    if task is self._boot_task:  # not replaced by a reload: really cancelled
-                        raise
-        await asyncio.wait_for(settled(), timeout)
-        return self.model_name is not None
-
-    # ------------------------------------------------------------------ the engine
-
-    async def _boot(self) -> None:
-        settings, window = self.settings, self.window
-        assert window is not None
-        window.set_error(None)
-        if window.phase is None:
-            window.set_phase(STARTING)
-        self.engine_state.emit("loading")
-        try:
-            spec = settings.model_spec()
-            hosts = engine_hosts(settings)
-        except OmnideskError as err:
-            return self._failed(err.message)
-        monitor = EngineMonitor()
-        gateway = Gateway(hosts)
-        monitor.watch(gateway)
-        self.api.watch(gateway)
-        self.hosts, self.monitor, self.gateway, self.roster = hosts, monitor, gateway, RemoteRoster.of(hosts)
-        self.proxy.target = gateway
-        await gateway.start()
-        window.set_phase(None)  # from here on the workers report their own progress
-        if not await gateway.wait_ready():  # self.hosts from here: remote workers may change while it loads
-            errors = [s.message for h in self.hosts if (s := monitor.status(h.worker_id)) and s.message]
-            return self._failed(errors[0] if errors else "No worker could start.")
-        self._show_model(spec)
-        log.info("Model %s ready on %d worker(s)", self.model_name, len(self.hosts))
-        self.engine_state.emit("ready")
-        window.refresh()
-
-    def _show_model(self, spec: ModelSpec) -> None:
-        """The model's name and whether it sees images, as the first worker up reported them."""
-        assert self.window is not None and self.monitor is not None
-        self.model_name, images = model_info([self.monitor.status(h.worker_id) for h in self.hosts], spec)
-        detail = f"{spec.source} · {spec.device} · {spec.dtype} · {len(self.hosts)} worker(s)"
-        self.window.set_model(self.model_name, detail)
-        if images != self.supports_images:
-            self.supports_images = images
-            if hasattr(self.chat_page, "set_supports_images"):
-                self.chat_page.set_supports_images(images)  # type: ignore[union-attr]
-
-    def _failed(self, message: str) -> None:
-        log.error("The model could not be loaded: %s", message)
-        if self.window is not None:
-            self.window.set_phase(None)
-            self.window.set_error(message)
-        self.engine_state.emit("failed")
+        return await self.engine.wait_ready(timeout)
 
     def _api_engine(self) -> Engine | None:
         """What the local API serves with now: None until a model is up (it answers 503)."""
-        if self.gateway is None or self.model_name is None:
-            return None
-        return Engine(self.gateway, self.model_name, self.supports_images, self.settings.sampling())
+        return self.engine.api_engine()
 
     def _loading(self) -> bool:
-        return self._boot_task is not None and not self._boot_task.done()
+        return self.engine.loading()
 
     async def _stop_engine(self) -> None:
         """Hang up a call, detach the chat page from running replies, cancel a load, close the
         gateway (→ hosts)."""
-        if self.call_page is not None:
-            try:
-                await asyncio.wait_for(self.call_page.shutdown(), 5.0)
-            except asyncio.TimeoutError:
-                log.warning("The call did not end in time")
-        if hasattr(self.chat_page, "shutdown"):  # stops a running reply before its worker goes away
-            try:
-                await asyncio.wait_for(self.chat_page.shutdown(), 3.0)  # type: ignore[union-attr]
-            except asyncio.TimeoutError:
-                log.warning("The chat page did not stop its reply in time")
-        if self._boot_task is not None and not self._boot_task.done():
-            self._boot_task.cancel()
-            await asyncio.gather(self._boot_task, return_exceptions=True)
-        gateway, self.gateway, self.monitor = self.gateway, None, None
-        if gateway is not None:
-            await gateway.close()  # the proxy keeps it until here: late calls get "shutting down"
-        self.proxy.target = None
-        self.hosts, self.model_name, self.roster = [], None, None
+        await self.pages.stop_turns()
+        await self.engine.stop()
 
     # ------------------------------------------------------------------ settings
 
@@ -239,68 +189,25 @@ class Composition(QObject):
             self.save()
             if new.theme != old.theme:
                 apply_theme(self.app, new.theme)
-            self._apply_voice(old, new)
-            self._apply_call_mode(old, new)
+            self.pages.apply(old, new)
             if not self._closed:
                 await self.api.apply(new)  # live: never reloads the model
             if self._closed:
                 return False
             if not old.needs_reload(new):
                 if self.roster is not None and (self.model_name is not None or self._loading()):
-                    await self._apply_remotes(new)  # live, when they changed: the model and its caches stay
+                    await self.engine.apply_remotes(new)  # live, when they changed: the model and its caches stay
                     return False
                 if new.remote_workers == old.remote_workers:
                     return False
                 # remote workers changed, but no engine is up to change (its model failed): rebuild
             assert self.window is not None
-            self.window.set_phase(RESTARTING)  # until the new gateway is up (see _boot)
+            self.window.set_phase(RESTARTING)  # until the new gateway is up (see EngineRunner._boot)
             self.engine_state.emit("restarting")
             await self._stop_engine()
             self.window.set_model(None)
-            self._boot_task = self.spawn(self._boot())
+            self.engine.boot()
             return True
-
-    def _apply_call_mode(self, old: Settings, new: Settings) -> None:
-        """A new "Start calls in" mode shows on the Call page at once, unless a call runs."""
-        page = self.call_page
-        if new.call_mode != old.call_mode and page is not None and getattr(page, "call", None) is None:
-            from desktop.call.state import CallMode
-
-            page.set_mode(CallMode(new.call_mode))
-
-    async def _apply_remotes(self, new: Settings) -> None:
-        """The running gateway follows the remote workers in `new`: a removed (or changed) server's
-        worker leaves the pool and its host is closed, a new one joins and loads; the unchanged
-        ones and the local workers are not touched, so every cached conversation stays."""
-        gateway, monitor, roster = self.gateway, self.monitor, self.roster
-        assert gateway is not None and monitor is not None and roster is not None and self.window is not None
-        change = roster.change(new.remote_specs())
-        if not change:
-            return
-        for worker_id, _spec in change.remove:
-            if self.gateway is not gateway:  # the engine was stopped meanwhile (shutdown)
-                return
-            await gateway.remove_host(worker_id)
-            monitor.forget(worker_id)
-        if self.gateway is not gateway:
-            return
-        added = remote_hosts([spec for _, spec in change.add], ids=[wid for wid, _ in change.add])
-        for host in added:
-            gateway.add_host(host)
-        removed = {wid for wid, _ in change.remove}
-        self.hosts = [h for h in self.hosts if h.worker_id not in removed] + added
-        log.info("%s", change.summary())
-        self.window.show_message(change.summary())
-        if self.model_name is not None:
-            self._show_model(new.model_spec())
-            if added:  # again once they are up: one may be what serves the model shown
-                self.spawn(self._show_model_when_ready(gateway, new.model_spec()))
-        self.window.refresh()
-
-    async def _show_model_when_ready(self, gateway: Gateway, spec: ModelSpec) -> None:
-        await gateway.wait_ready()
-        if self.gateway is gateway and self.model_name is not None:
-            self._show_model(spec)
 
     def open_settings(self, page: str | None = None) -> None:
         """Ctrl+,: the settings dialog (non-blocking; a second call raises the open one), on `page`
@@ -334,107 +241,6 @@ class Composition(QObject):
             if self.window is not None:
                 self.window.show_message(f"Could not save the settings: {exc}")
 
-    # ------------------------------------------------------------------ pages
-
-    def _make_chat_page(self) -> QWidget:
-        try:
-            from desktop.chat.conversations import ConversationStore
-            from desktop.ui.chat.page import ChatPage
-
-            from desktop.speech.voice import Voice
-
-            self.store = self.store or ConversationStore.default()
-            self.voice = Voice.create(self.settings)  # never raises: no sound device → audio off, said in the UI
-            page = ChatPage(self.proxy, self.store, lambda: self.settings, supports_images=self.supports_images,
-                            voice=self.voice)
-        except Exception as exc:  # a broken chat page must not take the window down with it
-            log.exception("The chat page could not be built")
-            return ComingSoonPage("chat", "Chat is unavailable", f"The chat page could not be loaded: {exc}. "
-                                  "The details are in the log file (Help → Open log folder).")
-        if self.recordings is not None:
-            page.reply_observers.append(self.recordings.chats.observe)
-        page.conversation_changed.connect(self._conversation_changed)
-        page.voice_toggled.connect(self._voice_toggled)
-        return page
-
-    def _make_call_page(self) -> QWidget | None:
-        try:
-            from desktop.call.factory import CallFactory
-            from desktop.call.state import CallMode
-            from desktop.ui.call.page import CallPage
-
-            calls = CallFactory(self.proxy, lambda: self.voice, lambda: self.settings, recordings=self.recordings,
-                                model=lambda: self.model_name, sees_images=lambda: self.supports_images,
-                                store=self.store)
-            page = CallPage(calls.start, calls.mic_status, cameras=calls, camera_fps=self.settings.camera_preview_fps)
-            calls.on_recording = page.recording.emit  # a Qt signal: safe from the recorder's threads
-            calls.on_saved = lambda conv: self._call_saved(page, conv)
-            page.set_mode(CallMode(self.settings.call_mode))
-            return page
-        except Exception:  # the placeholder stays: calls are unavailable, chat goes on
-            log.exception("The call page could not be built")
-            return None
-
-    def _call_saved(self, page: Any, conv: Any) -> None:
-        """A call that ended is a conversation now: the chat list shows it, the Call page says so."""
-        refresh = getattr(self.chat_page, "refresh_list", None)
-        if refresh is not None:
-            refresh()
-        page.saved.emit(conv.title)
-
-    def _make_recordings_page(self) -> QWidget | None:
-        try:
-            from desktop.recording.paths import default_root
-            from desktop.ui.recordings import RecordingsPage
-
-            recordings = self.recordings
-            root = recordings.root if recordings is not None else default_root()
-            return RecordingsPage(lambda: root, self._speaker,
-                                  live=recordings.live if recordings is not None else lambda: ())
-        except Exception:  # the placeholder stays; the rest of the app goes on
-            log.exception("The recordings page could not be built")
-            return None
-
-    def _speaker(self) -> Any:
-        """The app's speaker for the recordings viewer (None when there is no sound output)."""
-        voice = self.voice
-        return voice.sink if voice is not None and voice.available else None
-
-    def _make_recordings(self) -> Any:
-        """Recordings (calls, chats when on, replays, retention); None if they cannot work."""
-        try:
-            from desktop.recording.service import Recordings
-
-            recordings = Recordings(lambda: self.settings, status=self.recording_status.emit,
-                                    model=lambda: self.model_name, voice=lambda: self.voice)
-        except Exception:  # no recordings: the rest of the app goes on
-            log.exception("Recordings are unavailable")
-            return None
-        if self.window is not None:
-            self.recording_status.connect(self.window.show_message)
-        return recordings
-
-    def _voice_toggled(self, on: bool) -> None:
-        self.settings.voice_enabled = on
-        self.save()
-
-    def _apply_voice(self, old: Settings, new: Settings) -> None:
-        page = self.chat_page
-        if self.voice is None or not hasattr(page, "set_voice"):
-            return
-        if new.audio_output_device != old.audio_output_device:
-            from desktop.speech.voice import Voice
-
-            self.voice.close()
-            self.voice = Voice.create(new)
-            page.set_voice(self.voice)
-        else:
-            self.voice.update(new)  # volume now; engine and voice from the next reply
-        page.set_voice_enabled(new.voice_enabled)
-
-    def _conversation_changed(self, conv_id: str) -> None:
-        self.settings.last_conversation_id = conv_id or None
-
     # ------------------------------------------------------------------ shutdown
 
     def _window_closed(self) -> None:
@@ -460,26 +266,13 @@ class Composition(QObject):
                 window.close()
         await self.api.close()  # API clients get their answers cut before the engine goes
         await self._stop_engine()
-        if self.recordings is not None:  # the chat sessions' last lines; the call's closed when it ended
-            await asyncio.to_thread(self.recordings.close)
-        if self.voice is not None:
-            if hasattr(self.chat_page, "set_voice"):
-                self.chat_page.set_voice(None)
-            self.voice.close()
+        await self.pages.close()  # the recordings' last lines, then the voice
         for task in [t for t in self._tasks if t is not asyncio.current_task()]:
             task.cancel()
         await asyncio.gather(*self._tasks - {asyncio.current_task()}, return_exceptions=True)
         if window is not None:
             window.deleteLater()
         self.engine_state.emit("closed")
-
-
-def model_info(statuses: list[WorkerStatus | None], spec: ModelSpec) -> tuple[str, bool]:
-    """(model name, supports images) as the first worker that is up reported them."""
-    for status in statuses:
-        if status is not None and status.model:
-            return status.model, status.supports_images
-    return spec.source, False
 
 
 def engine_hosts(settings: Settings) -> list[WorkerHost]:

@@ -26,6 +26,7 @@ from desktop.api.replies import EventStream, reply_events, reply_json
 from desktop.errors import OmnideskError, QueueFullError
 from desktop.model.image_door import check_count, count_images, decode_images
 from desktop.model.params import SamplingParams
+from desktop.protocol.engine import EngineApi
 
 log = logging.getLogger(__name__)
 OWNER = "omnidesk"
@@ -36,10 +37,10 @@ NO_TELEMETRY: dict[str, Any] = {"tracing": False, "metrics": False, "logs": Fals
 
 @dataclass(frozen=True, slots=True)
 class Engine:
-    """What the API serves with at one moment: the current gateway (desktop.gateway.gateway.Gateway),
-    the loaded model's name, whether it reads images, and the app's sampling defaults."""
+    """What the API serves with at one moment: the current gateway, the loaded model's name,
+    whether it reads images, and the app's sampling defaults."""
 
-    gateway: Any
+    gateway: EngineApi
     model: str
     supports_images: bool = False
     defaults: SamplingParams = field(default_factory=SamplingParams)
@@ -118,13 +119,12 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
     return app
 
 
-def retry_after(gateway: Any) -> float:
+def retry_after(gateway: EngineApi) -> float:
     """Seconds until the queue should have room: its length × the mean service time ÷ capacity."""
     try:
         stats = gateway.stats()
-        queue = stats["queue"]
-        capacity = sum(max(w.get("capacity", 1), 1) for w in stats["workers"]) or 1
-        return max(1.0, math.ceil(queue["length"] * queue["service_avg_s"] / capacity))
+        capacity = sum(max(w.capacity, 1) for w in stats.workers) or 1
+        return max(1.0, math.ceil(stats.queue.length * stats.queue.service_avg_s / capacity))
     except Exception:  # never let a hint turn a 429 into a 500
         return 1.0
 

@@ -15,12 +15,13 @@ from fastapi.responses import StreamingResponse
 from desktop.api import schemas
 from desktop.api.errors import from_engine
 from desktop.protocol import TERMINAL, ChunkEvent, Done, ErrorEvent, Queued, QueueUpdate
+from desktop.protocol.engine import RequestEvents
 
 QUEUE_NOTE_EVERY_S = 1.0  # at most one queue comment per stream this often (the first goes at once)
 DONE = b"data: [DONE]\n\n"
 
 
-async def reply_json(stream: Any, request: Request, cid: str, model: str, created: int) -> dict[str, Any]:
+async def reply_json(stream: RequestEvents, request: Request, cid: str, model: str, created: int) -> dict[str, Any]:
     """Run a non-streaming request to its end; a client that hangs up cancels it."""
     watcher = asyncio.ensure_future(_cancel_on_disconnect(request, stream))
     end = None
@@ -36,13 +37,13 @@ async def reply_json(stream: Any, request: Request, cid: str, model: str, create
     return schemas.completion(cid, model, created, end.text, end.stats)
 
 
-async def _cancel_on_disconnect(request: Request, stream: Any) -> None:
+async def _cancel_on_disconnect(request: Request, stream: RequestEvents) -> None:
     while (await request.receive())["type"] != "http.disconnect":
         pass
     await stream.aclose()
 
 
-async def reply_events(stream: Any, cid: str, model: str, created: int, include_usage: bool,
+async def reply_events(stream: RequestEvents, cid: str, model: str, created: int, include_usage: bool,
                        clock: Callable[[], float] = time.monotonic) -> AsyncIterator[bytes]:
     """Server-sent events as OpenAI streams them: a role chunk, content chunks, a finish chunk
     (then a usage chunk when asked), `[DONE]`. Queue positions go out as SSE comments, the first

@@ -31,6 +31,7 @@ from desktop.media.clock import Clock, RealClock
 from desktop.media.frames import level_db
 from desktop.model.params import SamplingParams
 from desktop.protocol import ChunkEvent, Done, ErrorEvent
+from desktop.protocol.engine import EngineApi
 
 log = logging.getLogger(__name__)
 PRE_ROLL_S = 0.4  # audio kept from before the VAD's speech start (it fires a little late)
@@ -127,7 +128,7 @@ class _Reply:
 
 
 class Call:
-    def __init__(self, gateway: Any, mic: Any, voice: Any, detector: Detector, transcriber: Transcriber, *,
+    def __init__(self, gateway: EngineApi, mic: Any, voice: Any, detector: Detector, transcriber: Transcriber, *,
                  canceller: Canceller | None = None, mode: CallMode = CallMode.DUPLEX, clock: Clock = RealClock(),
                  system: str | None = "You are a helpful voice assistant. Answer briefly, in plain spoken sentences.",
                  params: SamplingParams | None = None, idle_timeout_s: float = 300.0,

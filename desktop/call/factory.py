@@ -15,6 +15,7 @@ from desktop.call.video import VideoFeed
 from desktop.errors import OmnideskError
 from desktop.media.clock import Clock, RealClock
 from desktop.call.state import CallMode, CallPhase
+from desktop.protocol.engine import EngineApi
 from desktop.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ class CallFactory:
     `store` (a ConversationStore, optional): each call that ends is saved there as a conversation,
     and `on_saved(conversation)` hears of it (on the event loop's thread)."""
 
-    def __init__(self, gateway: Any, voice: Callable[[], Any], settings: Callable[[], Settings], *,
+    def __init__(self, gateway: EngineApi, voice: Callable[[], Any], settings: Callable[[], Settings], *,
                  recordings: Any = None, model: Callable[[], str | None] = lambda: None,
                  sees_images: Callable[[], bool] = lambda: False, store: Any = None,
                  clock: Clock = RealClock()) -> None:  # fmt: skip

@@ -24,6 +24,7 @@ from desktop.protocol import (
 )
 from desktop.errors import OmnideskError
 from desktop.model.params import SamplingParams
+from desktop.protocol.engine import EngineApi
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class Reply:
     After its end the message's status is "" (whole, also when stopped) or INTERRUPTED (ended
     early by an error or by `stop(interrupted=True)`)."""
 
-    def __init__(self, gateway: Any, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
+    def __init__(self, gateway: EngineApi, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
                  previous: StoredMessage | None = None, continuing: bool = False, edit: Edit | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.gateway, self.store, self.conv, self.params = gateway, store, conv, params

@@ -12,7 +12,8 @@ from desktop.protocol import TokenStats
 
 MAX_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last moment the date functions can show
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
-_STAT_TYPES = {f.name: type(f.default) for f in fields(TokenStats)}
+# a str enum's field (kind) is saved and checked as text
+_STAT_TYPES = {f.name: str if isinstance(f.default, str) else type(f.default) for f in fields(TokenStats)}
 
 
 def timestamp(value: Any) -> float | None:

@@ -22,6 +22,8 @@ from desktop.gateway.intake import EventIntake, EventObserver, Observer
 from desktop.gateway.positions import Positions
 from desktop.gateway.sessions import SessionTable
 from desktop.gateway.request import Request, Status
+from desktop.gateway.stats_records import engine_stats
+from desktop.protocol.engine_stats import EngineStats
 from desktop.gateway.streams import RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
 from desktop.model.images import NO_IMAGES
@@ -241,17 +243,13 @@ class Gateway:
             if isinstance(event, ErrorEvent) and event.code not in (WorkerCrashed.code, WorkerRemoved.code, "shutdown"):
                 log.warning("Worker %s could not end session %s: %s", worker_id, session_id, event.message)
 
-    def stats(self) -> dict:
+    def stats(self) -> EngineStats:
         """Workers (state, in flight, slot mirror, sessions), queue (length, p50/p95 wait, ETA),
         request counts, routing decisions and the cache kinds the workers reported."""
         workers = self._pool.worker_stats()
-        for w in workers:
-            w["sessions"] = len(self._sessions.on_worker(w["id"]))
-        requests = {k: self._counts[k] for k in ("submitted", "completed", "cancelled", "failed", "dropped_events")}
-        origins = {k.removeprefix("origin:"): n for k, n in self._counts.items() if k.startswith("origin:")}
-        return {"workers": workers, "queue": self._pool.queue_stats(),
-                "requests": {**requests, "running": len(self._pool.running())}, "origins": origins,
-                "routing": dict(self._pool.routes), "cache": dict(self._kinds), "sessions": len(self._sessions)}
+        sessions = {w["id"]: len(self._sessions.on_worker(w["id"])) for w in workers}
+        return engine_stats(workers, sessions, self._pool.queue_stats(), self._counts, len(self._pool.running()),
+                            self._pool.routes, self._kinds, len(self._sessions))
 
     # ------------------------------------------------------------------ internals: admission
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from desktop.protocol import SlotInfo
+from desktop.protocol import SlotInfo, SlotState
 from desktop.protocol import WorkerState
 
 
@@ -33,11 +33,11 @@ class Duplex(str, Enum):
 
     ACTIVE = "duplex_active"
     PAUSED = "duplex_paused"
-IN_USE = ("active", "busy")  # a snapshot's state for a slot a request builds or runs in
+IN_USE = (SlotState.BUSY,)  # a snapshot's state for a slot a request builds or runs in
 
 
 def empty_slot(index: int) -> SlotInfo:
-    return SlotInfo(index=index, state="free", hashes=(), tokens=0, last_used=0.0, session_id=None, kv_bytes=0)
+    return SlotInfo(index=index, state=SlotState.EMPTY, hashes=(), tokens=0, last_used=0.0, session_id=None, kv_bytes=0)
 
 
 @dataclass(eq=False, slots=True)
@@ -152,7 +152,7 @@ class WorkerMirror:
             self.slots = [replace(s, index=i) for i, s in enumerate(snapshot)]
         elif 0 <= slot < len(self.slots) and (hashes is not None or session_id is not None):
             held = self.slots[slot]
-            self.slots[slot] = replace(held, state="idle", hashes=hashes or (), session_id=session_id,
+            self.slots[slot] = replace(held, state=SlotState.IDLE, hashes=hashes or (), session_id=session_id,
                                        tokens=max(held.tokens, 1))
         if 0 <= slot < len(self.slots):
             self.used_at[slot] = now

@@ -5,12 +5,14 @@ with gateway.stats()."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from desktop.errors import REMOTE_UNREACHABLE as UNREACHABLE
-from desktop.protocol import Done, ErrorEvent, Event, SlotInfo
+from desktop.protocol import Done, ErrorEvent, Event, SlotInfo, SlotState
 from desktop.protocol import WorkerState, WorkerStatus
+from desktop.protocol.engine import EngineApi
+from desktop.protocol.engine_stats import QueueStats, SlotStats
 from desktop.workers.stats import WorkerCounters
 
 
@@ -31,7 +33,7 @@ class WorkerRow:
 class SlotRow:
     worker: str
     index: int
-    state: str  # empty | idle | active | session | …
+    state: SlotState
     hash_prefix: str  # first 8 hex of the last message-prefix hash ('' when none)
     messages: int
     tokens: int
@@ -108,55 +110,55 @@ class EngineMonitor:
 
     # ------------------------------------------------------------------ the merged view
 
-    def snapshot(self, gateway: Any, now: float | None = None) -> Snapshot:
+    def snapshot(self, gateway: EngineApi, now: float | None = None) -> Snapshot:
         """Read gateway.stats() once and merge in what the tap saw. `now` is the gateway's clock."""
         now = time.monotonic() if now is None else now
         stats = gateway.stats()
         workers, slots = [], []
-        for w in stats["workers"]:
-            status = self._status.get(w["id"])
-            state = w["state"]
-            if state == "idle" and w["in_flight"]:
+        for w in stats.workers:
+            status = self._status.get(w.id)
+            state = w.state
+            if state == "idle" and w.in_flight:
                 state = "busy"
             elif state == "error" and status is not None and status.code == UNREACHABLE:
                 state = "unreachable"  # a remote worker's server does not answer (it comes back when it does)
-            message = status.message if status is not None and status.state.value == w["state"] else ""
-            used = sum(1 for s in w["slots"] if s["in_use"] or s.get("running"))
-            workers.append(WorkerRow(w["id"], state, status.device if status else "—", w["in_flight"],
-                                     w["capacity"], used, len(w["slots"]), w.get("sessions", 0), message))
-            known = {s.index: s for s in self._slots.get(w["id"], ())}
-            slots += [_slot_row(w["id"], s, known.get(s["index"]), now) for s in w["slots"]]
-        return Snapshot(workers, slots, queue_rows(gateway, stats, now), self.counters(), stats["requests"],
-                        stats["routing"], stats["cache"], stats["queue"], stats.get("origins", {}))
+            message = status.message if status is not None and status.state.value == w.state else ""
+            used = sum(1 for s in w.slots if s.in_use or s.running)
+            workers.append(WorkerRow(w.id, state, status.device if status else "—", w.in_flight,
+                                     w.capacity, used, len(w.slots), w.sessions, message))
+            known = {s.index: s for s in self._slots.get(w.id, ())}
+            slots += [_slot_row(w.id, s, known.get(s.index), now) for s in w.slots]
+        kinds = {k.value: n for k, n in stats.cache.items()}
+        return Snapshot(workers, slots, queue_rows(stats.queue), self.counters(), asdict(stats.requests),
+                        dict(stats.routing), kinds, stats.to_json()["queue"], dict(stats.origins))
 
 
-def _slot_row(worker: str, s: dict, info: SlotInfo | None, now: float) -> SlotRow:
+def _slot_row(worker: str, s: SlotStats, info: SlotInfo | None, now: float) -> SlotRow:
     """One row of the slots table: the gateway's mirror of slot `s` with the tap's last snapshot
     of it (`info`: its hashes, KV memory), or, while a request runs in it, that request's view."""
-    run = s.get("running")
+    run = s.running
     if run:  # its conversation and prompt, until its Done brings the worker's own snapshot
-        if run["messages"] is None:  # a session's command: the session's slot, grown by its prompt
-            return SlotRow(worker, s["index"], "active", "", s["hashes"], max(run["tokens"], s["tokens"]), 0.0, None)
-        return SlotRow(worker, s["index"], "active", run["history"], run["messages"], run["tokens"], 0.0, None)
-    if s["in_use"]:
-        state = "active"
-    elif s["session_id"]:
-        state = "session"
-    elif info is not None and info.state not in ("busy",):
+        if run.messages is None:  # a session's command: the session's slot, grown by its prompt
+            return SlotRow(worker, s.index, SlotState.BUSY, "", s.hashes, max(run.tokens, s.tokens), 0.0, None)
+        return SlotRow(worker, s.index, SlotState.BUSY, run.history, run.messages, run.tokens, 0.0, None)
+    if s.in_use:
+        state = SlotState.BUSY
+    elif s.session_id:
+        state = SlotState.SESSION
+    elif info is not None and info.state is not SlotState.BUSY:
         state = info.state
     else:
-        state = "idle" if s["tokens"] else "empty"
+        state = SlotState.IDLE if s.tokens else SlotState.EMPTY
     hashes = info.hashes if info is not None else ()
-    idle = now - s["last_used"] if s["last_used"] else None
-    return SlotRow(worker, s["index"], state, hashes[-1][:4].hex() if hashes else "", s["hashes"], s["tokens"],
+    idle = now - s.last_used if s.last_used else None
+    return SlotRow(worker, s.index, state, hashes[-1][:4].hex() if hashes else "", s.hashes, s.tokens,
                    idle, info.kv_bytes if info is not None and info.kv_bytes else None)
 
 
-def queue_rows(gateway: Any, stats: dict, now: float) -> list[QueueRow]:
-    """The waiting requests in queue order, from stats()["queue"]["entries"]."""
-    return [QueueRow(e["request_id"], e["position"], e.get("waited_s", 0.0), e.get("eta_s", 0.0),
-                     e.get("pin") or "", _kind(e.get("kind", "")), e.get("origin", "app"))
-            for e in stats["queue"].get("entries", [])]
+def queue_rows(queue: QueueStats) -> list[QueueRow]:
+    """The waiting requests in queue order."""
+    return [QueueRow(e.request_id, e.position, e.waited_s, e.eta_s, e.pin or "", _kind(e.kind), e.origin)
+            for e in queue.entries]
 
 
 def _kind(name: str) -> str:

@@ -4,7 +4,7 @@ stats they carry, and the worker's heartbeat."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 
 
 class FinishReason(str, Enum):
@@ -19,9 +19,10 @@ class FinishReason(str, Enum):
     PREFILLED = "prefilled"  # a session's input was read; nothing was to be generated
 
 
-class MatchKind(str, Enum):
+class MatchKind(StrEnum):
     """How a prefill found its cache: hit (nothing new but the reply prompt), extend (slot held the
-    history), prefix (cropped at a divergence), spc (system prompt cache), miss (from scratch)."""
+    history), prefix (cropped at a divergence), spc (system prompt cache), miss (from scratch).
+    A str: it is written, counted and shown as its value ("hit"), as saved files hold it."""
 
     HIT = "hit"
     EXTEND = "extend"
@@ -37,7 +38,7 @@ class TokenStats:
     input_tokens: int = 0
     cached_tokens: int = 0
     generated_tokens: int = 0
-    kind: str = MatchKind.MISS.value
+    kind: MatchKind = MatchKind.MISS  # a value's word ("extend") is taken too
     miss_reason: str = ""  # why, in the words of protocol/reasons.CacheReason ("" where none is known)
     prefill_ms: float = 0.0
     ttft_ms: float = 0.0
@@ -47,6 +48,9 @@ class TokenStats:
     slot: int = -1
     worker: str = ""  # the worker that served it (the gateway fills it in; "" from the worker itself)
     history_tokens: int = 0  # prompt tokens before the new input: what the cache could have held
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", MatchKind(self.kind))
 
     @property
     def reused_history(self) -> int:
@@ -67,10 +71,13 @@ class PrefillDone:
     request_id: str
     input_tokens: int
     cached_tokens: int
-    kind: str
+    kind: MatchKind  # a value's word ("extend") is taken too
     prefill_ms: float
     slot: int
     miss_reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", MatchKind(self.kind))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,17 +103,31 @@ class ChunkEvent:
     token_ids: tuple[int, ...] = ()
 
 
+class SlotState(StrEnum):
+    """What a KV slot is doing, in the one vocabulary of the worker, the gateway's mirror and the
+    admin page: empty (holds nothing), idle (holds a conversation any request may reuse or evict),
+    busy (a request builds or runs in it) or session (a stateful session owns it)."""
+
+    EMPTY = "empty"
+    IDLE = "idle"
+    BUSY = "busy"
+    SESSION = "session"
+
+
 @dataclass(frozen=True, slots=True)
 class SlotInfo:
     """The gateway's mirror of one slot: which conversation prefixes it holds and how recent it is."""
 
     index: int
-    state: str
+    state: SlotState
     hashes: tuple[bytes, ...]
     tokens: int
     last_used: float
     session_id: str | None
     kv_bytes: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", SlotState(self.state))
 
 
 @dataclass(frozen=True, slots=True)

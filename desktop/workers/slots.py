@@ -9,7 +9,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from desktop.protocol import SlotInfo
+from desktop.protocol import SlotInfo, SlotState
 from desktop.errors import BusyError, ContextOverflow
 from desktop.model.images import Span, has_media, image_spans
 from desktop.model.kv_shape import PerToken
@@ -37,12 +37,12 @@ class Slot:
     reserved: int = 0  # tokens the running request may grow to (for the budget)
 
     @property
-    def state(self) -> str:
+    def state(self) -> SlotState:
         if self.request_id is not None:
-            return "busy"
+            return SlotState.BUSY
         if self.session_id is not None:
-            return "session"
-        return "idle" if self.ids else "empty"
+            return SlotState.SESSION
+        return SlotState.IDLE if self.ids else SlotState.EMPTY
 
     @property
     def images(self) -> list[Span]:

@@ -40,7 +40,7 @@ def test_a_completion_and_its_usage_then_the_second_turn_hits_the_cache() -> Non
             second = (await s.client.post("/v1/chat/completions", json={"messages": msgs, "max_tokens": 3})).json()
             cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
             assert usage["prompt_tokens"] <= cached < second["usage"]["prompt_tokens"]  # the whole first turn
-            assert s.gateway.stats()["origins"] == {"api": 2}
+            assert s.gateway.stats().origins == {"api": 2}
     run(main())
 
 

@@ -51,7 +51,7 @@ def test_bad_requests_are_400_and_say_what_is_wrong() -> None:
                                                   {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}
             err = error_of(await s.client.post(CHAT, json={"messages": [image]}), 400)
             assert err["code"] == "image_not_supported" and "text only" in err["message"]
-            assert s.gateway.stats()["requests"]["submitted"] == 0  # nothing bad reached the queue
+            assert s.gateway.stats().requests.submitted == 0  # nothing bad reached the queue
             assert error_of(await s.client.get("/v1/nothing"), 404)["code"] == "not_found"
             assert error_of(await s.client.get(CHAT), 405)["code"] == "method_not_allowed"
     run(main())
@@ -68,7 +68,7 @@ def test_a_body_not_sent_as_json_says_so() -> None:
                 err = error_of(await s.client.post(CHAT, content=body, headers=headers), 400)
                 assert "must be JSON sent with the header 'Content-Type: application/json'" in err["message"]
                 assert sent in err["message"] and err["param"] is None
-            assert s.gateway.stats()["requests"]["submitted"] == 0
+            assert s.gateway.stats().requests.submitted == 0
     run(main())
 
 
@@ -90,7 +90,7 @@ def test_out_of_range_parameters_name_their_param_alike() -> None:
             err = error_of(await s.client.post(CHAT, json={"messages": [user("x")], "max_tokens": context + 1}), 400)
             assert err["code"] == "context_length_exceeded" and err["param"] == "max_tokens"
             assert f"context window of {context:,} tokens" in err["message"]
-            assert s.gateway.stats()["requests"]["submitted"] == 0
+            assert s.gateway.stats().requests.submitted == 0
             r = await s.client.post(CHAT, json={"messages": [user("x")], "max_tokens": min(context, 4)})
             assert r.status_code == 200, r.text
     run(main())
@@ -148,11 +148,11 @@ def test_a_client_that_hangs_up_cancels_its_request_and_a_closed_gateway_is_503(
                     if line.startswith(": queued"):
                         break  # hang up while it waits
             for _ in range(100):
-                if s.gateway.stats()["requests"]["cancelled"] == 1:
+                if s.gateway.stats().requests.cancelled == 1:
                     break
                 await asyncio.sleep(0.05)
-            assert s.gateway.stats()["requests"]["cancelled"] == 1, s.gateway.stats()["requests"]
-            assert s.gateway.stats()["queue"]["length"] == 0
+            assert s.gateway.stats().requests.cancelled == 1, s.gateway.stats().requests
+            assert s.gateway.stats().queue.length == 0
             await hog.aclose()
             await s.gateway.close()
             err = error_of(await s.client.post(CHAT, json={"messages": [user("x")]}), 503)

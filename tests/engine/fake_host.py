@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from desktop.protocol import (
     AppendInput, Chat, ChunkEvent, Command, CreateSession, Done, EndSession, ErrorEvent, Generate,
-    PrefillDone, SlotInfo, Stop, TokenStats,
+    PrefillDone, SlotInfo, SlotState, Stop, TokenStats,
 )
 from desktop.model.messages import Message, history_hash, prefix_hashes
 from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
@@ -23,7 +23,8 @@ class FakeSlot:
     active: str | None = None  # request id using it now
 
     def info(self) -> SlotInfo:
-        return SlotInfo(self.index, "active" if self.active else ("idle" if self.messages else "free"),
+        state = SlotState.BUSY if self.active else SlotState.IDLE if self.messages else SlotState.EMPTY
+        return SlotInfo(self.index, state,
                         tuple(prefix_hashes(self.messages)), 10 * len(self.messages), float(self.last_used),
                         self.session_id, 0)
 

@@ -22,7 +22,7 @@ from gw_helpers import bot, collect, gateway, run, settle, terminal, user
 
 
 def workers(gw: Gateway) -> dict[str, str]:
-    return {w["id"]: w["state"] for w in gw.stats()["workers"]}
+    return {w.id: w.state for w in gw.stats().workers}
 
 
 def test_a_host_added_to_a_running_gateway_loads_then_serves() -> None:
@@ -37,7 +37,7 @@ def test_a_host_added_to_a_running_gateway_loads_then_serves() -> None:
             gw.add_host(b)
             await settle()
             assert workers(gw) == {"a": "idle", "b": "loading"} and b.sink is not None  # started, not up yet
-            assert not b.commands and gw.stats()["queue"]["length"] == 1
+            assert not b.commands and gw.stats().queue.length == 1
             with pytest.raises(ValueError, match="already in the pool"):
                 gw.add_host(FakeHost("b"))
             b.recover()  # LOADING → IDLE, as at boot
@@ -67,15 +67,15 @@ def test_removing_a_host_ends_what_runs_there_and_the_queue_goes_to_the_others()
             assert isinstance(err, ErrorEvent) and err.code == "worker_removed" and err.retryable
             assert f"Worker {gone.worker_id} was removed" in err.message
             assert gone.closed and list(workers(gw)) == [kept.worker_id]
-            assert gw.stats()["queue"]["length"] == 1 and not kept.violations  # still waiting, for the other one
+            assert gw.stats().queue.length == 1 and not kept.violations  # still waiting, for the other one
             kept.finish(kept_stream.request_id, "kept")
             assert terminal(await collect(kept_stream)).text == "kept"  # the other worker's request is unaffected
             await settle()
             assert waiting.request_id in kept.active
             kept.finish(waiting.request_id, "served")
             assert terminal(await collect(waiting)).text == "served"
-            requests = gw.stats()["requests"]
-            assert (requests["completed"], requests["failed"], requests["dropped_events"]) == (2, 1, 0)
+            requests = gw.stats().requests
+            assert (requests.completed, requests.failed, requests.dropped_events) == (2, 1, 0)
             assert not any(c.request_id == waiting.request_id for c in gone.commands)
     run(main())
 
@@ -92,7 +92,7 @@ def test_removing_a_host_ends_its_sessions_and_the_commands_waiting_for_them() -
             running = gw.append_input(sid, [user("hi")])
             pinned = gw.generate_stream(sid)  # waits for the session's previous command
             await settle()
-            assert running.request_id in host.active and gw.stats()["queue"]["entries"][0]["pin"] == host.worker_id
+            assert running.request_id in host.active and gw.stats().queue.entries[0].pin == host.worker_id
             await gw.remove_host(host.worker_id)
             for stream in (running, pinned):
                 err = terminal(await collect(stream))
@@ -102,7 +102,7 @@ def test_removing_a_host_ends_its_sessions_and_the_commands_waiting_for_them() -
                 gw.append_input(sid, [user("again")])
             assert later.value.code == "worker_removed" and host.worker_id in later.value.message
             await gw.end_session(sid)  # over already: nothing to do, no error
-            assert gw.stats()["sessions"] == 0 and gw.stats()["queue"]["length"] == 0
+            assert gw.stats().sessions == 0 and gw.stats().queue.length == 0
     run(main())
 
 
@@ -161,7 +161,7 @@ def test_a_local_conversation_keeps_its_cache_across_a_remote_added_and_removed(
             await gw.remove_host("remote0")
             third = await turn(3)
             assert third.kind == "extend" and third.cached_tokens > second.cached_tokens
-            assert gw.stats()["routing"]["hit"] == 2 and list(workers(gw)) == ["cpu0"]
+            assert gw.stats().routing["hit"] == 2 and list(workers(gw)) == ["cpu0"]
         finally:
             await gw.close()
     run(main(), timeout=90)

@@ -31,7 +31,7 @@ def test_queue_full_raises_a_clear_error_and_frees_up_again() -> None:
             with pytest.raises(QueueFullError, match="queue is full") as err:
                 gw.chat([user("4")])
             assert err.value.retryable and err.value.code == "queue_full"
-            assert gw.stats()["queue"]["length"] == 2 and gw.stats()["requests"]["submitted"] == 3
+            assert gw.stats().queue.length == 2 and gw.stats().requests.submitted == 3
             await settle()
             host.finish(running.request_id)
             await settle()
@@ -63,7 +63,7 @@ def test_positions_and_eta_follow_the_queue() -> None:
         s1, s2, s3 = gw.chat([user("1")]), gw.chat([user("2")]), gw.chat([user("3")])
         assert await take(s2) == [Queued(s2.request_id, 1, 2.0)]  # prior: 2 s per request, capacity 1
         assert await take(s3) == [Queued(s3.request_id, 2, 4.0)]
-        assert gw.stats()["queue"]["eta_avg_s"] == 3.0
+        assert gw.stats().queue.eta_avg_s == 3.0
         await settle()
         clock.t += 1.0
         host.finish(s1.request_id)  # one sample of 1 s: the average is now 1 s
@@ -72,8 +72,8 @@ def test_positions_and_eta_follow_the_queue() -> None:
         await settle()
         host.finish(s2.request_id)
         assert terminal(await collect(s2)).stats.queue_ms == 1000.0
-        q = gw.stats()["queue"]
-        assert q["service_avg_s"] == 0.5 and q["wait_ms_p50"] == 1000.0 and q["wait_ms_p95"] == 1000.0
+        q = gw.stats().queue
+        assert q.service_avg_s == 0.5 and q.wait_ms_p50 == 1000.0 and q.wait_ms_p95 == 1000.0
         await gw.close()
     run(main())
 
@@ -99,14 +99,14 @@ def test_cancel_while_queued_removes_it_and_moves_the_others_up() -> None:
             assert [type(e) for e in events] == [Queued, Done]
             assert events[-1].stats.finish_reason == "cancelled"
             assert [type(e) for e in await take(s3, 2)] == [Queued, QueueUpdate]
-            assert s3.request_id and gw.stats()["queue"]["length"] == 1
+            assert s3.request_id and gw.stats().queue.length == 1
             await settle()
             host.finish(s1.request_id)
             await settle()
             host.finish(s3.request_id)
             await collect(s3)
             assert [c.request_id for c in host.commands if isinstance(c, Chat)] == [s1.request_id, s3.request_id]
-            assert gw.stats()["requests"]["cancelled"] == 1
+            assert gw.stats().requests.cancelled == 1
     run(main())
 
 
@@ -121,9 +121,9 @@ def test_cancel_while_generating_sends_stop_to_the_worker() -> None:
             assert [c for c in host.commands if isinstance(c, Stop)] == [Stop(s.request_id)]
             end = terminal(await collect(s))
             assert isinstance(end, Done) and end.stats.finish_reason == "cancelled"
-            assert gw.stats()["requests"]["cancelled"] == 1
+            assert gw.stats().requests.cancelled == 1
             await settle()
-            assert gw.stats()["workers"][0]["in_flight"] == 0
+            assert gw.stats().workers[0].in_flight == 0
     run(main())
 
 
@@ -157,7 +157,7 @@ def test_bad_messages_are_refused_before_queueing() -> None:
         async with gateway(FakeHost("w1")) as gw:
             with pytest.raises(InvalidRequest, match="empty"):
                 gw.chat([])
-            assert gw.stats()["requests"]["submitted"] == 0
+            assert gw.stats().requests.submitted == 0
     run(main())
 
 
@@ -167,7 +167,7 @@ def test_aclose_cancels_a_live_request() -> None:
         async with gateway(host) as gw:
             s1, s2 = gw.chat([user("1")]), gw.chat([user("2")])
             await s2.aclose()
-            assert gw.stats()["requests"]["cancelled"] == 1 and gw.stats()["queue"]["length"] == 0
+            assert gw.stats().requests.cancelled == 1 and gw.stats().queue.length == 0
             assert [e async for e in s2] == []
             await settle()
             await s1.aclose()
@@ -221,8 +221,8 @@ def test_threaded_hosts_serve_many_concurrent_chats() -> None:
             assert all(isinstance(terminal(e), Done) for e in ends)
             assert not any(h.violations for h in hosts)
             st = gw.stats()
-            assert st["requests"]["completed"] == 40 and st["queue"]["length"] == 0
-            assert all(w["in_flight"] == 0 for w in st["workers"])
+            assert st.requests.completed == 40 and st.queue.length == 0
+            assert all(w.in_flight == 0 for w in st.workers)
     run(main())
 
 

@@ -21,8 +21,8 @@ def test_second_turn_goes_to_the_worker_holding_the_first() -> None:
             w_second, events = await turn(gw, hosts, first + [bot("Hi!"), user("how are you?")])
             assert w_second == w_first
             assert next(e for e in events if isinstance(e, PrefillDone)).kind == "extend"
-            assert gw.stats()["routing"]["hit"] == 1
-            assert gw.stats()["cache"]["extend"] == 1
+            assert gw.stats().routing["hit"] == 1
+            assert gw.stats().cache["extend"] == 1
     run(main())
 
 
@@ -34,7 +34,7 @@ def test_cacheless_worker_is_preferred_over_evicting_a_cache() -> None:
             w_a, _ = await turn(gw, hosts, a, "A!")
             w_b, _ = await turn(gw, hosts, [user("conversation B")], "B!")
             assert w_b != w_a
-            assert gw.stats()["routing"] == {"hit": 0, "free": 2, "evict": 0, "session": 0}
+            assert gw.stats().routing == {"hit": 0, "free": 2, "evict": 0, "session": 0}
             w_a2, events = await turn(gw, hosts, a + [bot("A!"), user("more A")])  # A's cache survived
             assert w_a2 == w_a and terminal(events).stats.kind == "extend"
     run(main())
@@ -48,7 +48,7 @@ def test_an_empty_slot_on_the_same_worker_beats_eviction() -> None:
             await turn(gw, (host,), a, "a")
             await turn(gw, (host,), [user("B")], "b")
             assert host.slot_of(tuple(a + [bot("a")])) is not None
-            assert gw.stats()["routing"]["free"] == 2
+            assert gw.stats().routing["free"] == 2
     run(main())
 
 
@@ -62,7 +62,7 @@ def test_lru_eviction_picks_the_oldest_slot_across_workers() -> None:
             await turn(gw, hosts, a + [bot("a"), user("A again")], "a2")  # A is now the most recent
             w_c, _ = await turn(gw, hosts, [user("C")], "c")
             assert w_c == w_b  # B's slot was the least recently used
-            assert gw.stats()["routing"]["evict"] == 1
+            assert gw.stats().routing["evict"] == 1
             w_a3, events = await turn(gw, hosts, a + [bot("a"), user("A again"), bot("a2"), user("A3")])
             assert w_a3 == w_a and terminal(events).stats.kind == "extend"
     run(main())
@@ -95,7 +95,7 @@ def test_two_conversations_alternating_over_two_workers_keep_hitting() -> None:
                     assert terminal(events).stats.kind == ("miss" if i == 0 else "extend")
                     msgs += [bot(f"{name}{i}"), user(f"{name}{i + 1}")]
             assert home["A"] != home["B"]
-            assert gw.stats()["routing"] == {"hit": 6, "free": 2, "evict": 0, "session": 0}
+            assert gw.stats().routing == {"hit": 6, "free": 2, "evict": 0, "session": 0}
     run(main())
 
 
@@ -141,13 +141,13 @@ def test_routing_without_slot_snapshots_uses_the_reply_it_saw() -> None:
             w_a, _ = await turn(gw, hosts, a, "a")
             await turn(gw, hosts, [user("B")], "b")
             w_a2, _ = await turn(gw, hosts, a + [bot("a"), user("A2")])
-            assert w_a2 == w_a and gw.stats()["routing"]["hit"] == 1
+            assert w_a2 == w_a and gw.stats().routing["hit"] == 1
     run(main())
 
 
 def slot_view(gw) -> list[tuple[bool, int, int]]:
     """The admin panel's view of the first worker's slots: (in use, hashes, tokens)."""
-    return [(s["in_use"], s["hashes"], s["tokens"]) for s in gw.stats()["workers"][0]["slots"]]
+    return [(s.in_use, s.hashes, s.tokens) for s in gw.stats().workers[0].slots]
 
 
 def test_dispatch_leaves_the_mirror_until_the_worker_reports() -> None:
@@ -161,7 +161,7 @@ def test_dispatch_leaves_the_mirror_until_the_worker_reports() -> None:
             s2, s3 = gw.chat(a + [bot("a"), user("A2")]), gw.chat([user("B")])
             await settle()
             assert slot_view(gw) == before  # both run, in slots only the worker knows yet
-            assert gw.stats()["workers"][0]["in_flight"] == 2
+            assert gw.stats().workers[0].in_flight == 2
             host.finish(s3.request_id, "b")  # its snapshot shows A2 running in slot 0, B in its slot
             await collect(s3)
             b_slot = host.slot_of((user("B"), bot("b")))
@@ -185,15 +185,15 @@ def test_stats_show_what_runs_in_a_slot_from_its_prefill_until_its_end() -> None
             s2 = gw.chat(history + [user("A2")])
             await settle()
             slot = host.active[s2.request_id].slot
-            slots = gw.stats()["workers"][0]["slots"]
-            assert [s["running"] is not None for s in slots] == [i == slot for i in range(3)]
-            run_ = slots[slot]["running"]
-            assert run_["request_id"] == s2.request_id and run_["messages"] == 3 and run_["tokens"] == 10
-            assert run_["history"] == history_hash(history + [user("A2")])[:4].hex()
+            slots = gw.stats().workers[0].slots
+            assert [s.running is not None for s in slots] == [i == slot for i in range(3)]
+            run_ = slots[slot].running
+            assert run_.request_id == s2.request_id and run_.messages == 3 and run_.tokens == 10
+            assert run_.history == history_hash(history + [user("A2")])[:4].hex()
             assert slot_view(gw) == [(False, 2, 20), (False, 0, 0), (False, 0, 0)]  # the mirror waits for the Done
             host.finish(s2.request_id, "a2")
             await collect(s2)
-            assert all(s["running"] is None for s in gw.stats()["workers"][0]["slots"])
+            assert all(s.running is None for s in gw.stats().workers[0].slots)
     run(main())
 
 
@@ -212,7 +212,7 @@ def test_the_mirror_shows_the_slot_the_worker_chose() -> None:
             await collect(stream)
             assert slot_view(gw) == [(False, 2, 20), (False, 2, 20)]
             w, events = await turn(gw, (host,), [user("A"), bot("a"), user("A2")])
-            assert terminal(events).stats.kind == "extend" and gw.stats()["routing"]["hit"] == 1
+            assert terminal(events).stats.kind == "extend" and gw.stats().routing["hit"] == 1
     run(main())
 
 

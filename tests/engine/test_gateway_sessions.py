@@ -29,7 +29,7 @@ def test_a_session_runs_on_its_worker_in_order() -> None:
         w1, w2 = FakeHost("w1", capacity=2), FakeHost("w2")
         async with gateway(w1, w2) as gw:
             sid = await open_session(gw, w1)
-            assert gw.stats()["workers"][0]["sessions"] == 1
+            assert gw.stats().workers[0].sessions == 1
             gen = gw.generate_stream(sid)
             app = gw.append_input(sid, [user("more")])  # waits for the generation, even with capacity left
             chat = gw.chat([user("other")])  # not held up by the waiting session command
@@ -45,7 +45,7 @@ def test_a_session_runs_on_its_worker_in_order() -> None:
             assert isinstance(terminal(await collect(app)), Done)
             kinds = [type(c) for c in w1.commands if not isinstance(c, Stop)]
             assert kinds[:3] == [CreateSession, Generate, AppendInput]
-            assert not w1.violations and gw.stats()["routing"]["session"] == 2
+            assert not w1.violations and gw.stats().routing["session"] == 2
     run(main())
 
 
@@ -147,9 +147,9 @@ def test_a_crash_fails_in_flight_work_ends_its_sessions_and_sends_queued_work_el
             # late events from the dead worker for the failed request are dropped
             w1.sink("w1", Done(chat.request_id))
             await settle()
-            assert gw.stats()["requests"]["dropped_events"] >= 1
+            assert gw.stats().requests.dropped_events >= 1
             # w1 is down: new work waits for w2 only; when w1 is back, the queue drains onto it
-            assert gw.stats()["workers"][0]["state"] == "error"
+            assert gw.stats().workers[0].state == "error"
             w1.recover()
             await settle()
             assert queued_on_w2.request_id in w1.active
@@ -179,7 +179,7 @@ def test_create_session_on_a_crashing_worker_raises_worker_crashed() -> None:
             host.crash()
             with pytest.raises(WorkerCrashed):
                 await task
-            assert gw.stats()["sessions"] == 0
+            assert gw.stats().sessions == 0
     run(main())
 
 
@@ -193,7 +193,7 @@ def test_an_abandoned_create_session_is_cleaned_up() -> None:
             waiting.cancel()  # still queued: just removed
             with pytest.raises(asyncio.CancelledError):
                 await waiting
-            assert gw.stats()["queue"]["length"] == 0
+            assert gw.stats().queue.length == 0
             host.finish(queued_blocker.request_id)
             running = asyncio.create_task(gw.create_session())
             await settle()
@@ -203,7 +203,7 @@ def test_an_abandoned_create_session_is_cleaned_up() -> None:
             host.finish(rid)  # it opened after all: the gateway ends it at once
             await settle()
             assert isinstance(host.commands[-1], EndSession)
-            assert gw.stats()["sessions"] == 0
+            assert gw.stats().sessions == 0
     run(main())
 
 

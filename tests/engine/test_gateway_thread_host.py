@@ -46,8 +46,8 @@ def test_gateway_over_thread_hosts_with_the_tiny_model() -> None:
         assert terminal(await collect(gw.generate_stream(sid, params))).stats.generated_tokens > 0
         await gw.end_session(sid)
         stats = gw.stats()
-        assert stats["routing"]["hit"] == 2 and stats["requests"]["failed"] == 1  # the refused truncation
-        requests = stats["requests"]
-        assert requests["completed"] + requests["cancelled"] + requests["failed"] == requests["submitted"]
+        assert stats.routing["hit"] == 2 and stats.requests.failed == 1  # the refused truncation
+        requests = stats.requests
+        assert requests.completed + requests.cancelled + requests.failed == requests.submitted
         await gw.close()
     run(main(), timeout=90)

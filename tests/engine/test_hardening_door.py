@@ -45,7 +45,7 @@ def test_bad_chat_is_refused_at_the_door(args, kwargs, words) -> None:
             with pytest.raises(InvalidRequest) as err:
                 gw.chat(*args, **kwargs)
             assert words.lower() in err.value.message.lower() and err.value.code == "invalid_request"
-            assert not host.commands and gw.stats()["requests"]["submitted"] == 0
+            assert not host.commands and gw.stats().requests.submitted == 0
             gw.chat(OK)  # the gateway still serves
             await settle()
             assert len(host.active) == 1

@@ -38,8 +38,8 @@ async def collect(stream) -> list:
 
 async def until_idle(gw: Gateway, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while gw.stats()["workers"][0]["state"] != "idle":
-        assert time.monotonic() < deadline, gw.stats()["workers"]
+    while gw.stats().workers[0].state != "idle":
+        assert time.monotonic() < deadline, gw.stats().workers
         await asyncio.sleep(0.05)
 
 
@@ -80,7 +80,7 @@ def test_a_stopped_subprocess_worker_is_declared_hung_killed_and_restarted():
         assert host.restarts == 1
         again = await asyncio.wait_for(collect(gw.chat([Message("user", "Are you back?")], SamplingParams(max_tokens=4))), 30)
         assert isinstance(again[-1], Done) and again[-1].stats.generated_tokens == 4
-        assert gw.stats()["requests"]["cancelled"] == 1
+        assert gw.stats().requests.cancelled == 1
         await gw.close()
 
     asyncio.run(main())

@@ -142,7 +142,7 @@ def test_a_lone_running_reply_shows_its_slot_busy(comp, aloop, screenshot):
         worker = cells(panel.workers_view, 0)
         assert worker[1] == "busy" and worker[3] == "1 / 4" and worker[4] == "1 / 4", worker
         rows = [cells(panel.slots_view, r) for r in range(panel.slots.rowCount())]
-        active = [r for r in rows if r[2] == "active"]
+        active = [r for r in rows if r[2] == "busy"]
         assert len(active) == 1 and [r[2] for r in rows].count("idle") == 1, rows
         assert active[0][4] == "1" and int(active[0][5]) > 0 and active[0][7] == "just now", active
         c.window.resize(1100, 720)
@@ -151,7 +151,7 @@ def test_a_lone_running_reply_shows_its_slot_busy(comp, aloop, screenshot):
         await asyncio.sleep(0.3)
         c.window.refresh()
         assert cells(panel.workers_view, 0)[4] == "0 / 4"
-        assert "active" not in [cells(panel.slots_view, r)[2] for r in range(panel.slots.rowCount())]
+        assert "busy" not in [cells(panel.slots_view, r)[2] for r in range(panel.slots.rowCount())]
 
     aloop.run(scenario(), 60)
 

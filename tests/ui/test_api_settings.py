@@ -70,7 +70,7 @@ def test_settings_start_and_stop_the_api_live(comp, aloop, qtbot, screenshot):
                 pass
             queued = asyncio.ensure_future(client.post("/v1/chat/completions", json={
                 "messages": [{"role": "user", "content": "Me too"}], "max_tokens": 2}))
-            while not c.gateway.stats()["queue"]["length"]:
+            while not c.gateway.stats().queue.length:
                 await asyncio.sleep(0.02)
             c.window.show_page("admin")
             c.window.refresh()

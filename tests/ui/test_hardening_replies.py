@@ -172,7 +172,7 @@ def test_stop_ends_only_the_shown_reply_and_delete_cancels_a_reply_first(gateway
         assert a not in page.store and page.turns.of(a) is None
         await asyncio.sleep(0.3)  # nothing writes it back
         assert not (page.store.root / f"{a}.json").exists()
-        assert gateway.stats()["requests"]["running"] == 0  # A's request (5000 tokens) was stopped
+        assert gateway.stats().requests.running == 0  # A's request (5000 tokens) was stopped
         assert page.conversations.model.rowCount() == 1
         assert on_disk(page, b).messages[-1].stats["finish_reason"] in ("stopped", "cancelled")
 

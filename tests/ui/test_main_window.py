@@ -238,8 +238,8 @@ def test_settings_applied_live_or_by_reload_with_progress(make_comp, aloop, qtbo
     assert states == ["restarting", "loading", "ready"]
     assert "Restarting the model" in banner_texts[0] and "Restarting the model" in banner_texts[1]
     assert comp.gateway is not None and comp.gateway is not first
-    workers = comp.gateway.stats()["workers"]
-    assert len(workers) == 1 and len(workers[0]["slots"]) == 2
+    workers = comp.gateway.stats().workers
+    assert len(workers) == 1 and len(workers[0].slots) == 2
     comp.window.refresh()
     assert comp.window.status.workers_label.text() == "1 worker: idle" and not comp.window.banner.isVisible()
     assert json.loads((env / "config" / "settings.json").read_text())["slots_per_worker"] == 2

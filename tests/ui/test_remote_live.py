@@ -85,7 +85,7 @@ def test_remote_workers_join_and_leave_without_a_reload(env, qapp, aloop, qtbot,
         assert aloop.run(comp.apply_settings(with_remotes(comp.settings))) is False
         assert comp.gateway is gateway and comp.hosts == [local] and list(rows(comp)) == ["cpu0"]
         assert comp.window.status.currentMessage() == f"Remote worker removed: {url} (remote0)."
-        assert [w["id"] for w in gateway.stats()["workers"]] == ["cpu0"] and comp.monitor.status("remote0") is None
+        assert [w.id for w in gateway.stats().workers] == ["cpu0"] and comp.monitor.status("remote0") is None
         scrape = comp.api.metrics.render().decode()  # /metrics: the worker gauges follow
         assert 'worker="cpu0"' in scrape and 'worker="remote0"' not in scrape
         third = aloop.run(turn(3))

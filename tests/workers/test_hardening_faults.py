@@ -102,7 +102,7 @@ async def one_bad_one_good(gw: Gateway) -> None:
     assert isinstance(good_events[-1], Done) and good_events[-1].stats.generated_tokens == 20
     later = await asyncio.wait_for(collect(gw.chat([Message("user", "later")], SamplingParams(max_tokens=3))), 30)
     assert isinstance(later[-1], Done)
-    assert all(w["state"] == "idle" for w in gw.stats()["workers"])
+    assert all(w.state == "idle" for w in gw.stats().workers)
 
 
 def test_thread_host_contains_a_failing_request():
@@ -150,7 +150,7 @@ def test_a_bug_in_the_loop_fails_its_requests_and_the_thread_worker_comes_back(m
         assert isinstance(events[-1], ErrorEvent) and events[-1].code == "worker_crashed", events[-1]
         assert "scheduler bug" in events[-1].message  # the worker was reported down (ERROR) at once
         for _ in range(100):
-            if gw.stats()["workers"][0]["state"] == "idle":
+            if gw.stats().workers[0].state == "idle":
                 break
             await asyncio.sleep(0.05)
         assert host.restarts == 1

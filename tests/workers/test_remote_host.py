@@ -94,7 +94,7 @@ def test_second_turns_come_back_to_their_worker_and_hit_the_servers_cache(server
                 assert second_on == first_on, f"conversation {i} moved from {first_on} to {second_on}"
                 assert done.stats.cached_tokens > 0, done.stats  # the server's own accounting
                 assert done.stats.new_tokens < done.stats.input_tokens and done.stats.kind == "extend"
-            assert gw.stats()["routing"]["hit"] == 3
+            assert gw.stats().routing["hit"] == 3
         finally:
             await gw.close()
 
@@ -237,8 +237,8 @@ def test_a_server_added_to_a_running_gateway_serves_and_removing_it_ends_its_rep
             mine += [{"role": "assistant", "content": done.text}, {"role": "user", "content": "And then?"}]
             gw.add_host(remote)
             end = time.monotonic() + 30
-            while {w["id"]: w["state"] for w in gw.stats()["workers"]}.get("remote0") != "idle":
-                assert time.monotonic() < end, gw.stats()["workers"]
+            while {w.id: w.state for w in gw.stats().workers}.get("remote0") != "idle":
+                assert time.monotonic() < end, gw.stats().workers
                 await asyncio.sleep(0.05)
             assert remote.statuses[0].state is WorkerState.LOADING
             conv = [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Name a fruit."}]
@@ -257,7 +257,7 @@ def test_a_server_added_to_a_running_gateway_serves_and_removing_it_ends_its_rep
             err = [e async for e in stream][-1]
             assert isinstance(err, ErrorEvent) and err.code == "worker_removed" and err.retryable
             assert "Worker remote0 was removed" in err.message
-            assert [w["id"] for w in gw.stats()["workers"]] == ["cpu0"] and not remote.inner._thread.is_alive()
+            assert [w.id for w in gw.stats().workers] == ["cpu0"] and not remote.inner._thread.is_alive()
             mine += [{"role": "assistant", "content": done.text}, {"role": "user", "content": "Go on."}]
             _, events = await turn(gw, mine, "local-3")
             assert next(e for e in events if isinstance(e, PrefillDone)).cached_tokens > prefill.cached_tokens

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QIcon
 
+from desktop.protocol import SlotState
 from desktop.ui.admin.format import ago, size
 from desktop.gateway.monitor import SlotRow
 from desktop.ui.admin.rows_model import RowsModel
@@ -19,7 +20,7 @@ class SlotsModel(RowsModel[SlotRow]):
         return row.key
 
     def cell(self, row: SlotRow, column: int) -> str:
-        empty = row.state == "empty"
+        empty = row.state is SlotState.EMPTY
         return (
             row.worker,
             str(row.index),

@@ -18,6 +18,7 @@ from desktop.chat.reply import Reply
 from desktop.chat.reply_versions import count, switch
 from desktop.chat.search import match_index, terms
 from desktop.speech.voice import Voice
+from desktop.protocol.engine import EngineApi
 from desktop.settings import Settings
 from desktop.ui.chat.composer import Composer
 from desktop.ui.chat.conversation_list import ConversationList
@@ -41,7 +42,7 @@ class ChatPage(PageActions, QWidget):
     busy_changed = Signal(bool)
     voice_toggled = Signal(bool)
 
-    def __init__(self, gateway: Any, store: ConversationStore, settings: Callable[[], Settings], *,
+    def __init__(self, gateway: EngineApi, store: ConversationStore, settings: Callable[[], Settings], *,
                  supports_images: bool = False, presets: PresetStore | None = None,
                  voice: Voice | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)

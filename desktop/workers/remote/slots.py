@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from desktop.model.messages import Message, prefix_hashes
-from desktop.protocol import SlotInfo
+from desktop.protocol import SlotInfo, SlotState
 
 
 @dataclass(slots=True)
@@ -88,7 +88,7 @@ class RemoteSlots:
         return True
 
     def snapshot(self) -> tuple[SlotInfo, ...]:
-        return tuple(SlotInfo(index=s.index, state="busy" if s.busy else "session" if s.session_id else
-                              "idle" if s.hashes or s.tokens else "empty",
+        return tuple(SlotInfo(index=s.index, state=SlotState.BUSY if s.busy else SlotState.SESSION if s.session_id else
+                              SlotState.IDLE if s.hashes or s.tokens else SlotState.EMPTY,
                               hashes=s.hashes, tokens=s.tokens, last_used=s.last_used, session_id=s.session_id,
                               kv_bytes=0) for s in self.slots)
