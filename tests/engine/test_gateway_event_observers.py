@@ -24,7 +24,7 @@ def test_observers_hear_every_event_of_the_pool_before_the_gateway_acts_on_it(ca
 
         def observe(worker_id: str, event: object) -> None:
             assert asyncio.get_running_loop() is loop
-            heard.append((worker_id, event, gw.stats()["requests"]["completed"]))  # counted after the observers
+            heard.append((worker_id, event, gw.stats().requests.completed))  # counted after the observers
 
         gw.event_observers.append(lambda worker_id, event: 1 / 0)  # a broken observer: a log line
         gw.event_observers.append(observe)
