@@ -17,7 +17,7 @@ from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_ops import Clear, CopyPrefix, Crop, Fill, KvOp, Restore, Save
 from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Placement, Seq, Session
-from desktop.workers.slots import Slot, SlotTable
+from desktop.workers.slots import Slot, SlotTable, common_prefix
 from desktop.workers.spc import SystemPromptCache
 
 log = logging.getLogger(__name__)
@@ -237,8 +237,3 @@ def _reason(seq: Seq, p: Placement) -> str:
     if seq.session is not None and not p.cached:  # a failed turn dropped the session's KV
         return CacheReason.REBUILT.value
     return p.miss_reason or CacheReason.CACHED.value
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
