@@ -30,7 +30,7 @@ class Prepared:
     encoded: Encoded
 
 
-Forward = Callable[[Command, float, "Prepared | None"], None]
+Forward = Callable[[Command, float, Prepared | None], None]
 
 
 class TokenizerStage:
