@@ -17,7 +17,7 @@ from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_ops import Clear, CopyPrefix, Crop, Fill, KvOp, Restore, Save
 from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Placement, Seq, Session
-from desktop.workers.slots import Slot, SlotTable
+from desktop.workers.slots import Slot, SlotTable, common_prefix
 from desktop.workers.spc import SystemPromptCache
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class Admission:
         cmd = seq.command
         source: Slot | None = None
         if isinstance(cmd, Chat):
-            plan = self.matcher.plan(seq.msgs)
+            plan = self.matcher.plan(seq.msgs, seq.encoded)
             placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
                                   plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids,
                                   history=Matcher.history(seq.msgs, plan.bounds, plan.reuse))
@@ -63,7 +63,8 @@ class Admission:
 
     def _plan_create(self, seq: Seq) -> Placement:
         slot = self.table.take_free()
-        prompt = self.template.encode(seq.msgs).ids if seq.msgs else []
+        enc = seq.encoded if seq.encoded is not None else self.template.encode(seq.msgs)
+        prompt = enc.ids if seq.msgs else []
         if prompt and self.cfg.cache_mode.spc:
             return Placement(slot, prompt, len(prompt), MatchKind.SPC.value, False, spc_ids=prompt)
         return Placement(slot, prompt, 0, MatchKind.MISS.value, False)
@@ -125,6 +126,7 @@ class Admission:
             p = dataclasses.replace(p, cached=0)
         p = dataclasses.replace(p, miss_reason=_reason(seq, p))
         seq.placement, seq.num_kv, seq.t_admitted = p, p.cached, self.clock()
+        seq.encoded = None  # its ids live in the placement now
         slot.ids = p.prompt[: p.cached]
 
     # ------------------------------------------------------------------ release
@@ -237,8 +239,3 @@ def _reason(seq: Seq, p: Placement) -> str:
     if seq.session is not None and not p.cached:  # a failed turn dropped the session's KV
         return CacheReason.REBUILT.value
     return p.miss_reason or CacheReason.CACHED.value
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)

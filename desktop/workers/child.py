@@ -19,42 +19,33 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from desktop.protocol import Shutdown
     from desktop.errors import OmnideskError
-    from desktop.protocol import WorkerState, WorkerStatus
-    from desktop.workers.runtime import up_status
+    from desktop.protocol import WorkerState
+    from desktop.workers.hosting import EarlyCommands, Statuses
     from desktop.workers.runtime import load_worker
     from desktop.workers.load_watch import STUCK, LoadWatch, others_cpu
 
     send_lock = threading.Lock()
-    early: list = []
-    holder: dict = {}
-    hold_lock = threading.Lock()
+    inbox = EarlyCommands()
+    statuses = Statuses(worker_id, spec.device, config)
 
     def send(msg) -> None:
         with send_lock:
             conn.send(msg)
 
     def status(state: WorkerState, message: str = "", code: str = "", restarting: bool = False) -> None:
-        send(WorkerStatus(worker_id, state, message, spec.device, config.max_running, config.num_slots,
-                          code=code, restarting=restarting))
-
-    def deliver(cmd) -> None:
-        with hold_lock:
-            if "worker" in holder:
-                holder["worker"].submit(cmd)
-            else:
-                early.append(cmd)
+        send(statuses(state, message, code, restarting))
 
     def read() -> None:  # commands arrive while the model is still loading too
         while True:
             try:
                 cmd = conn.recv()
             except (EOFError, OSError):  # the parent is gone: stop
-                deliver(Shutdown())
+                inbox.submit(Shutdown())
                 return
             except Exception:  # a message that cannot be read: drop it, keep the pipe
                 logging.getLogger(__name__).exception("Worker %s dropped an unreadable command", worker_id)
                 continue
-            deliver(cmd)
+            inbox.submit(cmd)
             if isinstance(cmd, Shutdown):
                 return
 
@@ -69,12 +60,9 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
     except OmnideskError as err:
         status(WorkerState.ERROR, err.message, err.code)
         return
-    worker.stage.start()  # before anyone can submit: never tokenise on the pipe reader, under hold_lock
-    with hold_lock:
-        holder["worker"] = worker
-        for cmd in early:
-            worker.submit(cmd)
-    send(up_status(worker_id, spec.device, config, worker.lm))
+    worker.stage.start()  # before anyone can submit: never tokenise on the pipe reader, under the inbox's lock
+    inbox.attach(worker)
+    send(statuses.up(worker.lm))
     try:
         worker.serve(beat=send, beat_s=beat_s)
     except Exception as exc:  # a bug of the loop itself: say so, then die and be restarted

@@ -18,6 +18,7 @@ from desktop.protocol import (
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Phase, Seq
 from desktop.workers.stats import finish_stats
+from desktop.workers.tokenizer_stage import Prepared
 
 log = logging.getLogger(__name__)
 REQUESTS = (Chat, CreateSession, AppendInput, Generate)
@@ -30,12 +31,12 @@ class CommandIntake:
                  finish: Callable[[Seq, str], None], fail: Callable[[Seq, OmnideskError], None]) -> None:
         self.sched, self.window, self.emit, self.clock = scheduler, window, emit, clock
         self.finish, self.fail = finish, fail  # the loop's: they emit the terminal event
-        self.inbox: queue.SimpleQueue[tuple[Command, float]] = queue.SimpleQueue()
+        self.inbox: queue.SimpleQueue[tuple[Command, float, Prepared | None]] = queue.SimpleQueue()
         self.closed = False
         self.resets = 0  # Reset commands handled (the host gave up on what ran here)
 
-    def put(self, cmd: Command, t_arrival: float) -> None:
-        self.inbox.put((cmd, t_arrival))
+    def put(self, cmd: Command, t_arrival: float, prepared: Prepared | None = None) -> None:
+        self.inbox.put((cmd, t_arrival, prepared))
 
     def empty(self) -> bool:
         return self.inbox.empty()
@@ -56,7 +57,8 @@ class CommandIntake:
             return
         self.handle(*item)
 
-    def handle(self, cmd: Command, t_arrival: float) -> None:
+    def handle(self, cmd: Command, t_arrival: float, prepared: Prepared | None = None) -> None:
+        """`prepared`: what the tokenizer stage made of the request (used instead of reading it again)."""
         if isinstance(cmd, Stop):
             self._stop(cmd.request_id)
         elif isinstance(cmd, EndSession):
@@ -68,7 +70,7 @@ class CommandIntake:
         elif isinstance(cmd, REQUESTS) and isinstance(cmd.request_id, str):
             seq = Seq(cmd.request_id, cmd, t_arrival, self.window)
             try:
-                self._validate(seq)
+                self._validate(seq, prepared)
             except Exception as exc:
                 if not isinstance(exc, OmnideskError):
                     log.warning("Request %s could not be read", seq.request_id, exc_info=True)
@@ -81,16 +83,21 @@ class CommandIntake:
         else:
             log.error("Ignored a command the worker does not know: %r", type(cmd).__name__)
 
-    def _validate(self, seq: Seq) -> None:
+    def _validate(self, seq: Seq, prepared: Prepared | None) -> None:
         cmd, limit = seq.command, char_limit(self.window)
         if isinstance(cmd, (Chat, Generate)):
             seq.params = as_params(cmd.params)
         if isinstance(cmd, Chat):
-            seq.msgs = parse_messages(cmd.messages, limit)
+            if prepared is not None:
+                seq.msgs, seq.encoded = prepared.msgs, prepared.encoded
+            else:
+                seq.msgs = parse_messages(cmd.messages, limit)
         elif isinstance(cmd, CreateSession):
             if cmd.session_id in self.sched.sessions:
                 raise InvalidRequest(f"Session {cmd.session_id} already exists.")
-            if cmd.system is not None:
+            if prepared is not None:  # a system prompt, read and tokenised by the stage
+                seq.msgs, seq.encoded = prepared.msgs, prepared.encoded
+            elif cmd.system is not None:
                 system = parse_messages([{"role": "system", "content": cmd.system}], limit)
                 seq.msgs = tuple(system) if cmd.system else ()
         else:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from desktop.protocol import CacheReason, MatchKind
-from desktop.model.chat_template import ChatTemplate
+from desktop.model.chat_template import ChatTemplate, Encoded
 from desktop.model.messages import Message, history_hash, prefix_hashes
 from desktop.workers.config import CacheMode
 from desktop.workers.slots import Slot, SlotTable, common_prefix
@@ -46,13 +46,15 @@ class Matcher:
             return 0
         return bounds[-2] if bounds else cached
 
-    def plan(self, msgs: Sequence[Message]) -> Plan:
+    def plan(self, msgs: Sequence[Message], enc: Encoded | None = None) -> Plan:
+        """`enc`: the messages' canonical ids where already made (the tokenizer stage's)."""
         gen = self.template.gen_prompt_ids
+        if enc is None:
+            enc = self.template.encode(msgs)
         if self.mode.imc:
-            plan = self._by_hash(msgs, gen)
+            plan = self._by_hash(msgs, enc, gen)
             if plan is not None:
                 return plan
-        enc = self.template.encode(msgs)
         prompt = enc.ids + gen
         if self.mode.imc and not any(m.images for m in msgs):
             found = self.table.find_by_prefix(prompt, self.min_tokens)
@@ -68,18 +70,17 @@ class Matcher:
             return Plan(slot, MatchKind.SPC, len(spc), prompt, enc.ids, enc.bounds, spc_ids=spc, miss_reason=reason)
         return Plan(slot, MatchKind.MISS, 0, prompt, enc.ids, enc.bounds, miss_reason=reason)
 
-    def _by_hash(self, msgs: Sequence[Message], gen: list[int]) -> Plan | None:
+    def _by_hash(self, msgs: Sequence[Message], enc: Encoded, gen: list[int]) -> Plan | None:
+        if enc.bounds is None:  # template not append-only: boundaries unprovable, rebuild by tokens
+            return None
         found = self.table.find_by_hash(prefix_hashes(msgs))
         if found is None:
             return None
         slot, k = found
-        try:
-            delta = self.template.encode_delta(msgs[:k], msgs[k:])
-        except ValueError:  # template not append-only: boundaries unprovable, rebuild by tokens
-            return None
-        base = slot.bounds[k - 1]
-        canon = slot.canon[:base] + delta.ids
-        bounds = slot.bounds[:k] + [base + b for b in delta.bounds or []]
+        # the messages after the k cached ones: their chunks, as encode_delta(msgs[:k], msgs[k:]) gives them
+        base, cut = slot.bounds[k - 1], enc.bounds[k - 1]
+        canon = slot.canon[:base] + enc.ids[cut:]
+        bounds = slot.bounds[:k] + [base + b - cut for b in enc.bounds[k:]]
         prompt = canon + gen
         reuse = min(common_prefix(slot.ids, prompt), len(prompt) - 1)
         # a new version of the slot's last reply (regenerate, or the client's own text of it)

@@ -18,6 +18,7 @@ from desktop.workers.child import child_main
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness, Watchdog
 from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
+from desktop.workers.hosting import Statuses
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class ProcessHost(WorkerHost):
         self.worker_id, self.config, self.threads, self.liveness = worker_id, config, threads, liveness
         self.env = {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else {}
         self.spec = replace(spec, device="cuda:0") if gpu is not None else spec
+        self._status = Statuses(worker_id, self.spec.device, config)
         self.backoff_min, self.backoff_max = backoff
         self._backoff = self.backoff_min
         self._lock = threading.Lock()
@@ -113,7 +115,7 @@ class ProcessHost(WorkerHost):
         self._backoff = min(self._backoff * 2, self.backoff_max)
         why = self._hung or f"The worker process stopped unexpectedly (exit code {proc.exitcode})"
         self._sink(self.worker_id, self._status(WorkerState.ERROR, f"{why}; restarting in {delay:.1f} s.",
-                                                "worker_hung" if self._hung else "worker_crashed"))
+                                                "worker_hung" if self._hung else "worker_crashed", restarting=True))
         timer = threading.Timer(delay, self._restart)
         timer.daemon = True
         timer.start()
@@ -126,17 +128,14 @@ class ProcessHost(WorkerHost):
             if proc is None or self._closing:
                 return
             self._hung = f"It stopped responding (no progress for {silent_s:.1f} s)"
-        self._sink(self.worker_id, self._status(WorkerState.ERROR, f"{self._hung}; restarting.", "worker_hung"))
+        self._sink(self.worker_id, self._status(WorkerState.ERROR, f"{self._hung}; restarting.", "worker_hung",
+                                                restarting=True))
         proc.kill()
 
     def _restart(self) -> None:
         if not self._closing:
             self.restarts += 1
             self._spawn()
-
-    def _status(self, state: WorkerState, message: str, code: str = "") -> WorkerStatus:
-        return WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running,
-                            self.config.num_slots, code=code, restarting=state is WorkerState.ERROR)
 
     def submit(self, cmd: Command) -> None:
         with self._lock:

@@ -3,9 +3,9 @@ by the thread host and the subprocess child so both run exactly the same code.""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-from desktop.protocol import Event, WorkerState, WorkerStatus
+from desktop.protocol import Event, WorkerState
 from desktop.model.loader import ModelSpec, load_model
 from desktop.workers.config import WorkerConfig
 from desktop.workers.load_watch import LoadWatch
@@ -42,9 +42,3 @@ def load_worker(
     finally:
         if watch is not None:
             watch.stop()
-
-
-def up_status(worker_id: str, device: str, config: WorkerConfig, lm: Any) -> WorkerStatus:
-    """The IDLE status of a worker that has just loaded `lm` (a LoadedModel)."""
-    return WorkerStatus(worker_id, WorkerState.IDLE, "", device, config.max_running, config.num_slots,
-                        lm.name, bool(lm.supports_images), lm.context_length)

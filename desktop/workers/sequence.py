@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from desktop.model.chat_template import Encoded
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.workers.slots import Slot
@@ -62,6 +63,7 @@ class Seq:
     window: int  # the model's context window (tokens)
     params: SamplingParams | None = None
     msgs: tuple[Message, ...] = ()
+    encoded: Encoded | None = None  # the msgs' canonical ids, if the tokenizer stage made them (until admission)
     session: Session | None = None
     placement: Placement | None = None  # set once, at admission
     num_kv: int = 0  # ids of prompt + generated in the slot's KV

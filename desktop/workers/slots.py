@@ -82,6 +82,7 @@ class Slot:
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading ids `a` and `b` share."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:

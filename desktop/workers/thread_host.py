@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from desktop.protocol import Command, Event, Heartbeat, Reset, Shutdown
 from desktop.errors import OmnideskError
@@ -18,9 +19,12 @@ from desktop.model.loader import LoadedModel, ModelSpec
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness, Watchdog
 from desktop.workers.load_watch import STUCK, LoadWatch
-from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
-from desktop.workers.runtime import up_status
+from desktop.protocol import EventSink, WorkerHost, WorkerState
+from desktop.workers.hosting import EarlyCommands, Statuses
 from desktop.workers.runtime import load_worker
+
+if TYPE_CHECKING:
+    from desktop.workers.worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +34,10 @@ class ThreadHost(WorkerHost):
                  *, liveness: Liveness = Liveness(), backoff: tuple[float, float] = (0.5, 30.0)):
         self.worker_id, self.spec, self.config, self.threads = worker_id, spec, config, threads
         self.liveness, (self.backoff_min, self.backoff_max) = liveness, backoff
-        self.worker = None
         self.restarts = 0
-        self._early: list[Command] = []
-        self._lock = threading.Lock()
+        self._status = Statuses(worker_id, spec.device, config)
+        self._inbox: EarlyCommands[Worker] = EarlyCommands()
+        self._lock = threading.Lock()  # guards _hung_until
         self._thread: threading.Thread | None = None
         self._closing = False
         self._hung_until: int | None = None  # while hung: the Reset count that proves it came back
@@ -46,8 +50,7 @@ class ThreadHost(WorkerHost):
         self._thread.start()
 
     def _report(self, state: WorkerState, message: str = "", code: str = "", restarting: bool = False) -> None:
-        self._sink(self.worker_id, WorkerStatus(self.worker_id, state, message, self.spec.device, self.config.max_running,
-                                                self.config.num_slots, code=code, restarting=restarting))
+        self._sink(self.worker_id, self._status(state, message, code, restarting))
 
     def _emit(self, event: Event) -> None:
         self._sink(self.worker_id, event)
@@ -64,12 +67,8 @@ class ThreadHost(WorkerHost):
         delay = self.backoff_min
         while True:
             worker.stage.start()  # before submit() can reach it: never tokenise on the caller's (Qt) thread
-            with self._lock:
-                self.worker = worker
-                for cmd in self._early:
-                    worker.submit(cmd)
-                self._early.clear()
-            self._sink(self.worker_id, up_status(self.worker_id, self.spec.device, self.config, lm))
+            self._inbox.attach(worker)
+            self._sink(self.worker_id, self._status.up(lm))
             self._watchdog.arm()
             started = time.monotonic()
             try:
@@ -98,18 +97,18 @@ class ThreadHost(WorkerHost):
                 if beat.resets < self._hung_until or beat.running or self._closing:
                     return
                 self._hung_until = None
-                back = self.worker
+                back = self._inbox.worker
             else:
                 back = None
         if back is not None:
             log.warning("Worker %s responds again; it is back, empty", self.worker_id)
-            self._sink(self.worker_id, up_status(self.worker_id, self.spec.device, self.config, back.lm))
+            self._sink(self.worker_id, self._status.up(back.lm))
             self._watchdog.arm()
         self._watchdog.beat(beat)
 
     def _on_hung(self, silent_s: float) -> None:
         with self._lock:
-            worker = self.worker
+            worker = self._inbox.worker
             if worker is None or self._closing:
                 return
             self._hung_until = worker.resets + 1
@@ -124,11 +123,7 @@ class ThreadHost(WorkerHost):
             self._report(WorkerState.ERROR, STUCK.format(s=silent_s), "worker_hung")
 
     def submit(self, cmd: Command) -> None:
-        with self._lock:
-            if self.worker is None:
-                self._early.append(cmd)
-            else:
-                self.worker.submit(cmd)
+        self._inbox.submit(cmd)
 
     def close(self, timeout: float = 5.0) -> None:
         self._closing = True

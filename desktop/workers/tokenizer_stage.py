@@ -1,23 +1,36 @@
 """The worker's tokenizer stage: a Chat's messages are templated and tokenised on a thread of
 their own before the command reaches the scheduling loop, so running decodes never wait for it.
 
-The stage only warms the template's chunk memo (chat_template / chunks.ChunkMemo): the loop then
-finds every message's ids made. Correctness never depends on it: whatever the stage did not
-prepare (evicted, a session's messages, a stage not started), the loop computes itself."""
+The stage hands what it made forward with the command (Prepared: the messages read and their
+canonical ids); the loop uses it instead of reading and tokenising again. Correctness never
+depends on it: whatever the stage did not prepare (a session's input, a command sent on early by
+a Stop, one the stage could not read), the loop computes itself, with the same functions."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections import deque
+from dataclasses import dataclass
 from typing import Callable
 
 from desktop.protocol import Chat, Command, CreateSession, Reset, Shutdown, Stop
-from desktop.model.chat_template import ChatTemplate
+from desktop.model.chat_template import ChatTemplate, Encoded
 from desktop.model.messages import Message, parse_messages
 
 log = logging.getLogger(__name__)
-Forward = Callable[[Command, float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What the stage made of one request: its messages, read and checked as the loop reads them
+    (parse_messages, the same limit), and their canonical ids (ChatTemplate.encode)."""
+
+    msgs: tuple[Message, ...]
+    encoded: Encoded
+
+
+Forward = Callable[[Command, float, Prepared | None], None]
 
 
 class TokenizerStage:
@@ -50,20 +63,19 @@ class TokenizerStage:
     def submit(self, cmd: Command, t_arrival: float) -> None:
         with self._cond:
             if self._thread is None:  # not started: prepare here, in order (callers are serialised)
-                self._prepare(cmd)
-                self.forward(cmd, t_arrival)
+                self.forward(cmd, t_arrival, self._prepare(cmd))
             elif self._closed:  # after Shutdown: the worker answers (or has gone), nothing to prepare
-                self.forward(cmd, t_arrival)
+                self.forward(cmd, t_arrival, None)
             elif isinstance(cmd, (Shutdown, Reset)):
                 self._flush(None)
-                self.forward(cmd, t_arrival)
+                self.forward(cmd, t_arrival, None)
                 self._closed = self._closed or isinstance(cmd, Shutdown)
                 self._cond.notify()
             elif isinstance(cmd, Stop):
                 self._flush(cmd.request_id)  # the request itself goes on first, unprepared
-                self.forward(cmd, t_arrival)
+                self.forward(cmd, t_arrival, None)
             elif not self._needs_stage(cmd):
-                self.forward(cmd, t_arrival)
+                self.forward(cmd, t_arrival, None)
             else:
                 self._queue.append((cmd, t_arrival))
                 self._cond.notify()
@@ -90,7 +102,7 @@ class TokenizerStage:
                 self._busy_sent = True
             else:
                 self._queue.popleft()
-            self.forward(cmd, t)
+            self.forward(cmd, t, None)
 
     def _run(self) -> None:
         while True:
@@ -101,20 +113,23 @@ class TokenizerStage:
                     return
                 self._busy, self._busy_sent = self._queue.popleft(), False
             cmd, t = self._busy
-            self._prepare(cmd)  # outside the lock: Stop and Shutdown go through meanwhile
+            prepared = self._prepare(cmd)  # outside the lock: Stop and Shutdown go through meanwhile
             with self._cond:
                 if not self._busy_sent:
-                    self.forward(cmd, t)
+                    self.forward(cmd, t, prepared)
                 self._busy = None
 
-    def _prepare(self, cmd: Command) -> None:
-        """Warm the template's memo with the command's ids. Never raises: the loop checks the
-        command again and reports what is wrong with it."""
+    def _prepare(self, cmd: Command) -> Prepared | None:
+        """The request's messages and ids (None: nothing to prepare). Never raises: where the
+        command is wrong, the loop reads it again and refuses it with the reason."""
         try:
             if isinstance(cmd, Chat):
-                self.template.encode(parse_messages(cmd.messages, self.max_chars))
+                msgs = parse_messages(cmd.messages, self.max_chars)
             elif isinstance(cmd, CreateSession) and isinstance(cmd.system, str) and cmd.system:
-                system = parse_messages([Message("system", cmd.system)], self.max_chars)
-                self.template.encode(system)
+                msgs = parse_messages([{"role": "system", "content": cmd.system}], self.max_chars)
+            else:
+                return None
+            return Prepared(msgs, self.template.encode(msgs))
         except Exception:  # an invalid request: the loop refuses it with the reason
             log.debug("Tokenizer stage skipped %s", getattr(cmd, "request_id", cmd), exc_info=True)
+            return None

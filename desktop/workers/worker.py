@@ -38,42 +38,23 @@ class Worker:
     def __init__(self, loaded: LoadedModel, config: WorkerConfig = WorkerConfig(),
                  emit: Callable[[Event], None] = lambda e: None, clock: Callable[[], float] = time.perf_counter,
                  runner: Runner | None = None) -> None:
-        self.lm, self.cfg, self.emit, self.clock = loaded, config, emit, clock
-        self.template = loaded.template
+        self.lm, self.clock = loaded, clock
+        template = loaded.template
         self.runner = runner if runner is not None else make_runner(loaded, config)
-        self.scheduler = Scheduler(config, self.template, loaded.context_length, loaded.kv_bytes_per_token, clock,
+        self.scheduler = Scheduler(config, template, loaded.context_length, loaded.kv_bytes_per_token, clock,
                                    getattr(self.runner, "footprint", None))
         self.counters = WorkerCounters()
-        self.out = Output(self.scheduler, self.template, emit, clock, self.counters, PROGRESS_S)
+        self.out = Output(self.scheduler, template, emit, clock, self.counters, PROGRESS_S)
         self.intake = CommandIntake(self.scheduler, loaded.context_length, emit, clock, self._finish, self._fail)
         # commands reach the inbox through the tokenizer stage: ids are made before the loop sees them
-        self.stage = TokenizerStage(self.template, self.intake.put, char_limit(loaded.context_length))
+        self.stage = TokenizerStage(template, self.intake.put, char_limit(loaded.context_length))
 
-    # ------------------------------------------------------------------ surface used by hosts and tests
-
-    @property
-    def table(self):
-        return self.scheduler.table
-
-    @property
-    def sessions(self):
-        return self.scheduler.sessions
-
-    @property
-    def spc(self):
-        return self.scheduler.spc
-
-    @property
-    def closed(self) -> bool:
-        return self.intake.closed
+    # ------------------------------------------------------------------ surface used by hosts
 
     @property
     def resets(self) -> int:
+        """Reset commands handled (the thread host waits for one before it takes the worker back)."""
         return self.intake.resets
-
-    @property
-    def running(self) -> int:
-        return self.scheduler.num_active
 
     def submit(self, cmd: Command) -> None:
         self.stage.submit(cmd, self.clock())
@@ -92,13 +73,6 @@ class Worker:
         self._decode_tick()
         return self.has_work()
 
-    def run_until_idle(self, on_step: Callable[[], None] | None = None) -> None:
-        while self.step():
-            if on_step:
-                on_step()
-        if on_step:
-            on_step()
-
     def serve(self, idle_wait: float = 0.05, beat: Callable[[Heartbeat], None] | None = None,
               beat_s: float = 0.5) -> None:
         """Run until Shutdown: block on the inbox while idle, tick while busy. With `beat`, send a
@@ -109,14 +83,14 @@ class Worker:
         if beat is not None:
             self.runner.watch_layers(pulse.layer)
         try:
-            while not self.closed:
+            while not self.intake.closed:
                 if not self.scheduler.has_work():
                     pulse.idle(self.resets)
                     self.intake.wait(idle_wait)
                     if not self.has_work():
                         continue
                 self.step()
-                pulse.tick(self.running + len(self.scheduler.waiting), self.resets)
+                pulse.tick(self.scheduler.num_active + len(self.scheduler.waiting), self.resets)
         finally:
             self.runner.watch_layers(None)
 
@@ -232,20 +206,6 @@ class Worker:
                 ops.clear()
                 ops.extend(kept)
                 raise
-
-    # ------------------------------------------------------------------ introspection
-
-    def check_integrity(self) -> None:
-        """Raise AssertionError if slots, sessions, sequences and the runner's KV disagree (tests
-        call it after every step)."""
-        assert not self.scheduler.ops, "KV ops left unapplied"
-        active = self.scheduler.active()
-        self.scheduler.table.check_integrity(self.runner.kv_len, {s.request_id for s in active})
-        for seq in active:
-            n = self.runner.kv_len(seq.slot.index)
-            assert n == seq.num_kv, f"{seq.request_id}: KV {n} (-1: layers disagree) != ids {seq.num_kv}"
-        for sid, session in self.scheduler.sessions.items():
-            assert session.slot.session_id == sid, "session's slot is not pinned to it"
 
 
 def _as_error(exc: Exception) -> OmnideskError:

@@ -212,7 +212,7 @@ def test_text_follow_up_does_not_encode_the_image_again(vlm, vlm_oracle, tower_c
     assert tower_calls[0] == 2 and third.stats.kind == MatchKind.EXTEND.value
     bounds = vlm.template.encode(third_msgs).bounds  # all but the new message (the reply as far as its text re-tokenises alike)
     assert bounds[-3] < third.stats.cached_tokens <= bounds[-2]
-    slot = client.worker.table.slots[third.stats.slot]
+    slot = client.worker.scheduler.table.slots[third.stats.slot]
     assert [(s.key, s.length) for s in slot.images] == [(IMAGES[0].key, 16), (IMAGES[1].key, 16)]
     for m, d in ((msgs, first), (second_msgs, done), (third_msgs, third)):  # the oracle runs the tower too: last
         assert list(d.token_ids) == vlm_oracle.chat(m, MAX)
@@ -235,7 +235,7 @@ def test_qwen2vl_follow_ups_extend_the_kv_with_image_places_recorded(qwen2vl):
         third_msgs = second_msgs + [Message("assistant", second.text), Message("user", "And this?", (IMAGES[2],))]
         third = chat(client, "c", third_msgs, MAX)
         assert calls[0] == 2 and third.stats.kind == MatchKind.EXTEND.value
-        slot = client.worker.table.slots[third.stats.slot]
+        slot = client.worker.scheduler.table.slots[third.stats.slot]
         grids = [qwen2vl.vision.grid(IMAGES[0]), qwen2vl.vision.grid(IMAGES[2])]
         assert [(s.key, s.length) for s in slot.images] == [(IMAGES[0].key, grids[0].length), (IMAGES[2].key, grids[1].length)]
         track = client.worker.runner.tracks[third.stats.slot]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from worker_helpers import chat, run_all
+from worker_helpers import chat, check_integrity, run_all
 
 from desktop.model.kv_shape import PaddedRows, PerToken
 from desktop.model.messages import Message
@@ -35,7 +35,7 @@ def pool_bytes(runner) -> int:
 
 def budget_client(lm, runner: str, seen: list[int], **config) -> LocalClient:
     def check(worker) -> None:
-        worker.check_integrity()
+        check_integrity(worker)
         seen.append(pool_bytes(worker.runner))
         assert seen[-1] <= BUDGET, f"the KV pool holds {seen[-1]} bytes, over the budget of {BUDGET}"
 
@@ -73,7 +73,7 @@ def test_long_chats_on_many_slots_evict_to_fit(tiny_lm, oracle, runner):
         assert list(done.token_ids) == oracle.chat(msgs, MAX)
         assert done.stats.input_tokens > 512  # each needs a row of 1,024 columns
     assert max(seen) <= BUDGET
-    held = [s for s in client.worker.table.slots if s.ids]
+    held = [s for s in client.worker.scheduler.table.slots if s.ids]
     assert 1 <= len(held) <= 4, "four rows of 1,024 columns fill 1 MiB: the others were evicted"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from worker_helpers import Oracle, chat
+from worker_helpers import Oracle, chat, check_integrity
 
 from desktop.model.loader import LoadedModel, assemble
 from desktop.model.messages import Message, prefix_hashes
@@ -56,7 +56,7 @@ def counting(client: LocalClient) -> list[int]:
 @pytest.mark.parametrize("runner", ["hf", "static"])
 def test_many_short_messages_prefill_in_token_chunks(wide_lm, runner):
     client = LocalClient(wide_lm, WorkerConfig(num_slots=2, prefill_chunk=CHUNK, prefill_budget=CHUNK, runner=runner),
-                         on_step=lambda w: w.check_integrity())
+                         on_step=check_integrity)
     sizes = counting(client)
     msgs = conversation(301)  # 300 short messages after the system prompt, ending with the user's
     done = chat(client, "r1", msgs, MAX)
@@ -66,7 +66,7 @@ def test_many_short_messages_prefill_in_token_chunks(wide_lm, runner):
     assert len(sizes) <= math.ceil(tokens / CHUNK) + 1, sizes
     assert list(done.token_ids) == Oracle(wide_lm).chat(msgs, MAX)
     # the per-message bookkeeping is whole: a hash and a bound for every message (and the reply)
-    slot = client.worker.table.slots[done.stats.slot]
+    slot = client.worker.scheduler.table.slots[done.stats.slot]
     assert len(slot.bounds) == len(msgs) + 1 and slot.hashes == prefix_hashes(slot.msgs)
     # the next turn reuses all of it and prefills only what is new, in one forward
     sizes.clear()

@@ -6,7 +6,7 @@ the first request that uses it and kept for the next ones."""
 from __future__ import annotations
 
 import pytest
-from worker_helpers import chat, make_client
+from worker_helpers import chat, check_integrity, make_client
 
 from desktop.protocol import Chat, ChunkEvent, Done
 from desktop.model.messages import Message
@@ -36,7 +36,7 @@ def test_a_long_new_system_prompt_is_prefilled_in_chunks(tiny_lm, oracle):
         while not client.events["b"] or not isinstance(client.events["b"][-1], Done):
             forwards.append(0)
             w.step()
-            w.check_integrity()
+            check_integrity(w)
     finally:
         hook.remove()
     first = client.events.pop("b")[-1]

@@ -120,10 +120,11 @@ def test_a_cut_short_step_costs_a_recompute_not_a_failure(tiny_lm, oracle, ctrl_
         while w.step():
             pass
     w.submit(Stop("c1"))
-    w.run_until_idle()
+    while w.step():
+        pass
     first = client.events.pop("c1")[-1]
-    assert isinstance(first, Done) and w.runner.kv_len(0) == len(w.table.slots[0].ids)
-    assert (w.table.slots[0].ids == []) == (runner == "hf"), w.table.slots[0].ids
+    assert isinstance(first, Done) and w.runner.kv_len(0) == len(w.scheduler.table.slots[0].ids)
+    assert (w.scheduler.table.slots[0].ids == []) == (runner == "hf"), w.scheduler.table.slots[0].ids
     conv += [Message("assistant", first.text), Message("user", "And then?")]
     done = client.run(Chat("c2", tuple(conv), SamplingParams(max_tokens=LIMIT)))[-1]
     assert isinstance(done, Done) and list(done.token_ids) == oracle.chat(conv, LIMIT)

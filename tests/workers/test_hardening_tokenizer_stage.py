@@ -10,6 +10,7 @@ import time
 from collections import defaultdict
 
 import pytest
+from worker_helpers import make_client
 
 from desktop.protocol import (
     TERMINAL, AppendInput, Chat, ChunkEvent, CreateSession, Done, EndSession, ErrorEvent, Shutdown, Stop,
@@ -114,7 +115,7 @@ def test_the_stage_keeps_order_where_it_matters():
     """Requests leave the stage in order; a Stop overtakes nothing it should not; a session's
     commands stay behind its command still being prepared; unrelated commands do not wait."""
     out: list[tuple[str, float]] = []
-    stage = TokenizerStage(SlowTemplate(), lambda cmd, t: out.append((type(cmd).__name__ + ":" + cmd.request_id, time.monotonic())), 10**6)
+    stage = TokenizerStage(SlowTemplate(), lambda cmd, t, prepared: out.append((type(cmd).__name__ + ":" + cmd.request_id, time.monotonic())), 10**6)
     stage.start()
     user = lambda text: (Message("user", text),)  # noqa: E731
     t0 = time.monotonic()
@@ -146,3 +147,42 @@ def test_shutdown_ends_what_the_stage_still_holds(big_lm):
     served.close()
     for rid in ("big", "small"):
         assert isinstance(served.end(rid, timeout=5), (Done, ErrorEvent))
+
+
+def test_the_loop_uses_the_ids_the_stage_made(tiny_lm, oracle, monkeypatch):
+    """The stage hands its ids forward with the command: the loop templates and tokenises a chat's
+    messages no second time, on a miss and on a cached conversation alike (it still tokenises the
+    reply it records), and the answers stay the uncached oracle's."""
+    client = make_client(tiny_lm, num_slots=2)
+    template, in_loop, again = tiny_lm.template, [False], []
+    encode, encode_delta = template.encode, template.encode_delta
+
+    def counted(msgs):
+        if in_loop[0]:
+            again.append(len(msgs))
+        return encode(msgs)
+
+    def counted_delta(history, delta, verify=True):
+        if in_loop[0] and verify:
+            again.append(len(delta))
+        return encode_delta(history, delta, verify)
+
+    monkeypatch.setattr(template, "encode", counted)
+    monkeypatch.setattr(template, "encode_delta", counted_delta)
+
+    def turn(rid: str, msgs: list[Message]) -> Done:
+        client.submit(Chat(rid, tuple(msgs), SamplingParams(max_tokens=6)))  # not started: prepared here
+        in_loop[0] = True
+        try:
+            done = list(client.stream(None, rid))[-1]
+        finally:
+            in_loop[0] = False
+        assert isinstance(done, Done) and list(done.token_ids) == oracle.chat(msgs, 6), done
+        return done
+
+    conv = [Message("system", "You are terse."), Message("user", "Name a colour.")]
+    first = turn("r1", conv)
+    conv += [Message("assistant", first.text), Message("user", "And another one?")]
+    second = turn("r2", conv)
+    assert second.stats.kind in ("hit", "extend"), second.stats.kind  # the hash path, after a first turn that missed
+    assert again == [], again

@@ -70,9 +70,9 @@ def test_spc_built_once_and_rebuilt_on_change(tiny_lm):
         assert done.stats.cached_tokens >= len(tiny_lm.template.encode([SYSTEM]).ids)
         slots.add(done.stats.slot)
     assert len(slots) == 3  # no conversation was cropped to make room for another
-    assert client.worker.spc.builds == 1
+    assert client.worker.scheduler.spc.builds == 1
     chat(client, "b", [Message("system", "Be terse."), Message("user", "Hi")])
-    assert client.worker.spc.builds == 2
+    assert client.worker.scheduler.spc.builds == 2
 
 
 def test_lru_eviction_picks_the_oldest(tiny_lm):
@@ -92,11 +92,11 @@ def test_lru_eviction_picks_the_oldest(tiny_lm):
 def test_kv_budget_evicts_idle_slots(tiny_lm):
     per_token = tiny_lm.kv_bytes_per_token
     client = make_client(tiny_lm, num_slots=4, cache_mode="imc", kv_budget_bytes=1 << 20)
-    budget_tokens = client.worker.table.budget_bytes // per_token
+    budget_tokens = client.worker.scheduler.table.budget_bytes // per_token
     for i in range(6):  # three fit, the rest must evict the least recently used
         done = chat(client, f"r{i}", [Message("user", "word " * (budget_tokens // 7))], max_tokens=4)
         assert done.stats.input_tokens > budget_tokens // 4
-        assert client.worker.table.used_bytes() <= client.worker.table.budget_bytes
+        assert client.worker.scheduler.table.used_bytes() <= client.worker.scheduler.table.budget_bytes
 
 
 def test_session_is_append_only_and_matches_oracle(tiny_lm, oracle):
@@ -119,4 +119,4 @@ def test_session_is_append_only_and_matches_oracle(tiny_lm, oracle):
         ids += expected + t.close_after_reply(expected)
         history.append(Message("assistant", done.text))
     assert isinstance(client.run(EndSession("e", "s1"))[-1], Done)
-    assert all(s.session_id is None and not s.ids for s in client.worker.table.slots if s.state != "idle")
+    assert all(s.session_id is None and not s.ids for s in client.worker.scheduler.table.slots if s.state != "idle")

@@ -16,6 +16,7 @@ from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.workers.config import WorkerConfig
 from desktop.workers.local import LocalClient
+from desktop.workers.worker import Worker
 
 
 class Oracle:
@@ -86,9 +87,23 @@ def A(text: str) -> Message:
     return Message("assistant", text)
 
 
+def check_integrity(worker: Worker) -> None:
+    """Raise AssertionError if slots, sessions, sequences and the runner's KV disagree (called
+    after every step)."""
+    sched, runner = worker.scheduler, worker.runner
+    assert not sched.ops, "KV ops left unapplied"
+    active = sched.active()
+    sched.table.check_integrity(runner.kv_len, {s.request_id for s in active})
+    for seq in active:
+        n = runner.kv_len(seq.slot.index)
+        assert n == seq.num_kv, f"{seq.request_id}: KV {n} (-1: layers disagree) != ids {seq.num_kv}"
+    for sid, session in sched.sessions.items():
+        assert session.slot.session_id == sid, "session's slot is not pinned to it"
+
+
 def make_client(lm: LoadedModel, **config) -> LocalClient:
     """A LocalClient whose worker's integrity is checked after every step."""
-    return LocalClient(lm, WorkerConfig(**config), on_step=lambda w: w.check_integrity())
+    return LocalClient(lm, WorkerConfig(**config), on_step=check_integrity)
 
 
 def chat(client: LocalClient, rid: str, msgs, max_tokens: int = 8) -> Done:
