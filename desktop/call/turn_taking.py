@@ -9,7 +9,7 @@ import threading
 from typing import Callable
 
 from desktop.call.events import CallEvent
-from desktop.call.state import Action, CallMode, CallPhase, CallState
+from desktop.call.state import Action, CallMode, CallState
 from desktop.media.clock import Clock
 
 
@@ -18,10 +18,6 @@ class TurnTaking:
                  act: Callable[[list[Action]], None]) -> None:  # fmt: skip
         self.state, self.clock, self.emit, self.act = state, clock, emit, act
         self._lock = threading.RLock()
-
-    @property
-    def phase(self) -> CallPhase:
-        return self.state.phase
 
     def do(self, transition: Callable[[float], list[Action]], at: float | None = None) -> None:
         """One transition of the turn logic (at the clock's now unless `at`), then its actions;
