@@ -153,7 +153,7 @@ class Call:
         self._last_level = -1.0
         self._tasks: set[asyncio.Task] = set()
         self.speaker = ReplyVoice(voice)  # the reply's text deltas → the voice
-        self.ducker = Ducker(getattr(voice, "sink", None), on_false_alarm=getattr(canceller, "false_alarm", None))
+        self.ducker = Ducker(voice, on_false_alarm=getattr(canceller, "false_alarm", None))
 
     # ------------------------------------------------------------------ life
 
@@ -422,11 +422,8 @@ class Call:
 
     def _playback(self) -> tuple[float, int] | None:
         """(seconds of silence from running dry, underruns) of the speaker, where it can tell."""
-        stats = getattr(getattr(self.voice, "sink", None), "stats", None)
-        if stats is None:
-            return None
-        s = stats()
-        return float(s.get("starved_s", 0.0)), int(s.get("underruns", 0))
+        s = self.voice.playback_stats()
+        return None if s is None else (s.starved_s, s.underruns)
 
     def _played(self, reply: _Reply) -> None:
         """The reply played out: its gaps and drift go into its metrics (reported again). The
