@@ -59,10 +59,6 @@ class Playback:
             if self._sink is not None and not self._ducked:
                 self._sink.volume = volume
 
-    @property
-    def ducked(self) -> bool:
-        return self._ducked
-
     def duck(self) -> None:
         with self._lock:
             if self._sink is not None and not self._ducked:
