@@ -56,7 +56,7 @@ class Call:
         self.session = CallSession(gateway, self.tasks)
         self.turn_taking = TurnTaking(self.state, clock, self.events.emit, self._act)
         self.speaker = ReplyVoice(voice)  # the reply's text deltas → the voice
-        self.ducker = Ducker(getattr(voice, "sink", None), on_false_alarm=getattr(canceller, "false_alarm", None))
+        self.ducker = Ducker(voice, on_false_alarm=getattr(canceller, "false_alarm", None))
         self.utterance = Utterance(transcriber, self.turn_taking, clock, self.events.emit,
                                    getattr(mic, "sample_rate", 16000))
         self.mic_frames = MicFrames(detector, canceller, self.ducker, self.utterance, self.turn_taking, self.events.emit)

@@ -5,25 +5,35 @@ is told). So a barge-in is silent within a frame or two of its onset, and a coug
 dip, not the reply. The user's voice is seen either way: the echo canceller's double-talk
 detector (raw microphone against what the speaker played: fast even when the user starts quieter
 than the echo) or a sudden rise of the cleaned level (no far-end reference: headphones, or a
-canceller without one)."""
+canceller without one). The ducker only decides; the Voice, the speaker's owner, ducks it and
+gives the user's volume back."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable, Protocol
 
 RISE_DB = 12.0  # over the level the microphone had while the assistant spoke
 FLOOR_DB = -50.0  # never duck for anything quieter than this
 HOLD_S = 0.3
 
 
+class Duckable(Protocol):
+    """What the ducker needs of the Voice."""
+
+    available: bool  # False: no sound output, nothing to duck
+
+    def duck(self) -> None: ...
+
+    def unduck(self) -> None: ...
+
+
 class Ducker:
-    def __init__(self, sink: Any, rise_db: float = RISE_DB, floor_db: float = FLOOR_DB, hold_s: float = HOLD_S,
+    def __init__(self, voice: Duckable, rise_db: float = RISE_DB, floor_db: float = FLOOR_DB, hold_s: float = HOLD_S,
                  on_false_alarm: Callable[[], None] | None = None) -> None:  # fmt: skip
-        self.sink, self.rise_db, self.floor_db, self.hold_s = sink, rise_db, floor_db, hold_s
+        self.voice, self.rise_db, self.floor_db, self.hold_s = voice, rise_db, floor_db, hold_s
         self.on_false_alarm = on_false_alarm
         self.background = floor_db  # a slow average of the cleaned level during playback
         self.until: float | None = None  # ducked until this clock time (None: not ducked)
-        self._volume = 1.0
         self.ducks = 0
         self.false_alarms = 0
 
@@ -34,7 +44,7 @@ class Ducker:
     def frame(self, level_db: float, t: float, speaking: bool, near_talk: bool = False) -> None:
         """One cleaned frame's level at clock time t; `speaking`: the assistant's reply is playing;
         `near_talk`: the double-talk detector heard the user in this frame."""
-        if not speaking or self.sink is None or not hasattr(self.sink, "volume"):
+        if not speaking or not self.voice.available:
             self.release()
             return
         if self.until is not None:
@@ -45,7 +55,7 @@ class Ducker:
                     self.on_false_alarm()
             return
         if near_talk or level_db > max(self.background + self.rise_db, self.floor_db):
-            self._volume, self.sink.volume = self.sink.volume, 0.0
+            self.voice.duck()
             self.until, self.ducks = t + self.hold_s, self.ducks + 1
             return
         self.background += 0.05 * (level_db - self.background)
@@ -53,5 +63,5 @@ class Ducker:
     def release(self) -> None:
         """Volume back (after a confirmed barge-in has stopped the reply, or a false alarm)."""
         if self.until is not None:
-            self.sink.volume = self._volume
+            self.voice.unduck()
             self.until = None

@@ -71,7 +71,8 @@ class CallFactory:
         message when the microphone, the speech models or the model are not available."""
         settings, voice = self.settings(), self.voice()
         parts = await asyncio.to_thread(self._parts, settings)
-        untap = self._echo(parts, getattr(voice, "sink", None))
+        speaker = voice if voice is not None and voice.available else None  # the speaker's owner: taps go to it
+        untap = self._echo(parts, speaker)
         video = VideoFeed(rate_hz=settings.camera_frames_per_s, max_in_context=settings.camera_max_frames)
         call = Call(self.gateway, parts.mic, voice, parts.detector, parts.transcriber,
                     canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s, video=video,
@@ -86,7 +87,7 @@ class CallFactory:
             raise
         if self.recordings is not None:  # before the media thread: no frame goes unrecorded
             try:  # its folder is made on a thread: a slow disk never holds up the window
-                await asyncio.to_thread(self.recordings.record_call, call, getattr(voice, "sink", None),
+                await asyncio.to_thread(self.recordings.record_call, call, speaker,
                                         model=self.model() or "", on_state=self.on_recording)
             except Exception:  # never a reason for the call not to go on
                 log.exception("The call could not be recorded")
@@ -126,22 +127,16 @@ class CallFactory:
 
     @staticmethod
     def _echo(parts: Any, speaker: Any) -> Callable[[], None]:
-        """Cancel the speaker's echo in the microphone: what the speaker plays is the far end.
-        Returns how to detach the tap when the call ends."""
-        played = getattr(speaker, "on_played", None)
-        if played is None:  # no speaker (audio off): nothing can echo
+        """Cancel the speaker's echo in the microphone: what the speaker plays (tapped from the
+        Voice) is the far end. Returns how to detach the tap when the call ends."""
+        if speaker is None:  # no speaker (audio off): nothing can echo
             return lambda: None
         from desktop.media.echo import EchoCanceller
         from desktop.media.far_end import FarEndReference
 
         far = FarEndReference.tap(speaker)
         parts.canceller = EchoCanceller(far)
-        def untap() -> None:
-            if far.on_played in played:
-                played.remove(far.on_played)
-            far.release()
-
-        return untap
+        return far.release  # untaps, and lets its resampler go
 
     @staticmethod
     def _media(call: Call) -> None:

@@ -35,11 +35,8 @@ class Playback:
 
     def _playback(self) -> tuple[float, int] | None:
         """(seconds of silence from running dry, underruns) of the speaker, where it can tell."""
-        stats = getattr(getattr(self.voice, "sink", None), "stats", None)
-        if stats is None:
-            return None
-        s = stats()
-        return float(s.get("starved_s", 0.0)), int(s.get("underruns", 0))
+        s = self.voice.playback_stats()
+        return None if s is None else (s.starved_s, s.underruns)
 
     def _played(self, reply: CallReply) -> None:
         """The reply played out: its gaps and drift go into its metrics (reported again). The

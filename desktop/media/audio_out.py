@@ -17,15 +17,40 @@ from desktop.media.devices import (NO_OUTPUT, AudioUnavailable, find_output, imp
 from desktop.media.pulse import pulse_target
 from desktop.media.jitter import JitterBuffer
 
-__all__ = ["AudioSink", "AudioUnavailable", "BufferedSink", "SpeakerOutput"]
+__all__ = ["AudioSink", "AudioUnavailable", "BufferedSink", "PlayedAudio", "SpeakerOutput", "Tap"]
 log = logging.getLogger(__name__)
 _AUDIBLE = 1e-3  # |sample| above this (-60 dBFS) counts as sound for first_audio_at
 _KEEP = 256  # finished or flushed requests remembered (heard_s, first_audio_at)
 
 
-class AudioSink(Protocol):
-    """Where a request's speech goes. Requests play in the order they are written; one request's
-    writes should not interleave with another's."""
+Tap = Callable[[np.ndarray, float], None]  # (a played block: a view, copy it; clock time of its first sample)
+
+
+class PlayedAudio(Protocol):
+    """What a tap on played audio needs: the device's rate and block size, and the tap itself.
+    An AudioSink offers it, and so does the Voice that owns one (outer objects tap the Voice)."""
+
+    @property
+    def device_rate(self) -> int: ...
+
+    @property
+    def block_frames(self) -> int: ...
+
+    def tap(self, fn: Tap) -> Callable[[], None]:
+        """Call fn(block, t) with every block played from now on, on the audio thread (it must
+        only copy); returns the untap."""
+
+
+class AudioSink(PlayedAudio, Protocol):
+    """Where a request's speech goes: the speaker (`SpeakerOutput`) or the fake one
+    (`media/fake_audio.FakeAudioOutput`), both `BufferedSink`s. Requests play in the order they
+    are written; one request's writes should not interleave with another's. The output pipeline
+    only writes, ends and flushes; the Voice, the sink's only owner, uses the rest."""
+
+    volume: float  # 0..2; 0 silences at once (ducking), the audio still plays on
+
+    def start(self) -> None:
+        """Open the device's stream (once; later calls do nothing)."""
 
     def write(self, request_id: str, samples: np.ndarray, sample_rate: int) -> None:
         """Queue float32 mono samples; blocks (bounded) while the buffer is above high water."""
@@ -36,6 +61,22 @@ class AudioSink(Protocol):
     def flush(self, request_id: str | None = None) -> None:
         """Stop playing this request (None: everything) within one device block; later writes
         for it are dropped."""
+
+    def close(self) -> None:
+        """Stop accepting audio and release the device."""
+
+    def first_audio_at(self, request_id: str) -> float | None:
+        """Clock time the request's first audible sample left the buffer, if it has."""
+
+    def heard_s(self, request_id: str) -> float:
+        """Seconds of this request that have been played (frozen at a flush)."""
+
+    def queued_s(self, request_id: str) -> float:
+        """Seconds of this request written but not played yet."""
+
+    def stats(self) -> dict[str, Any]:
+        """underruns, starved_s, played_s, buffered_ms, first_audio_at, device_rate, dropped_s
+        (and device_underflows on the real speaker)."""
 
 
 class BufferedSink:
@@ -64,7 +105,7 @@ class BufferedSink:
         # Called from the device callback with each rendered block (a view: copy it) and the
         # clock time of its first sample, e.g. the echo canceller's far-end reference. They
         # must only copy: they run on the audio thread.
-        self.on_played: list[Callable[[np.ndarray, float], None]] = []
+        self.on_played: list[Tap] = []
         self.underrun_times: deque[float] = deque(maxlen=64)  # clock times of the latest underruns
 
     @property
@@ -76,6 +117,20 @@ class BufferedSink:
         self._volume = float(min(max(value, 0.0), 2.0))
 
     # ---- AudioSink ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """A sink without a device stream has nothing to open (the speaker and the fake do)."""
+
+    def tap(self, fn: Tap) -> Callable[[], None]:
+        """Call fn(block, t) with every block played from now on (see `on_played`); returns
+        the untap."""
+        self.on_played.append(fn)
+
+        def untap() -> None:
+            if fn in self.on_played:
+                self.on_played.remove(fn)
+
+        return untap
+
     def write(self, request_id: str, samples: np.ndarray, sample_rate: int) -> None:
         data = np.asarray(samples, dtype=np.float32).reshape(-1)
         with self._lock:

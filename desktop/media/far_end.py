@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from desktop.media.capture import QUALITY
 from desktop.media.frames import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from desktop.media.audio_out import PlayedAudio
 
 # A block stamped further than this from where the previous one ended starts a new segment (the
 # stream stopped, or the clock jumped). Smaller differences are callback jitter: the device plays
@@ -48,17 +51,21 @@ class FarEndReference:
         self.lost_blocks = 0  # rows the reader fell too far behind to read
         self.resyncs = 0
         self._lock = threading.Lock()  # readers only
+        self._untap: Callable[[], None] | None = None
 
     @classmethod
-    def tap(cls, speaker: Any, **kwargs: Any) -> FarEndReference:
-        """A reference fed by `speaker` (a BufferedSink: real or fake) from now on."""
+    def tap(cls, speaker: PlayedAudio, **kwargs: Any) -> FarEndReference:
+        """A reference fed by `speaker` (the Voice, or a sink: real or fake) from now on."""
         ref = cls(speaker.device_rate, block_frames=speaker.block_frames, **kwargs)
-        speaker.on_played.append(ref.on_played)
+        ref._untap = speaker.tap(ref.on_played)
         return ref
 
     def release(self) -> None:
-        """Untapped: drop the segment's resampler (a native soxr object alive at exit makes
-        nanobind print "leaked" lines). A later block starts a new segment."""
+        """Untap (if `tap` made it) and drop the segment's resampler (a native soxr object alive
+        at exit makes nanobind print "leaked" lines). A later block starts a new segment."""
+        untap, self._untap = self._untap, None
+        if untap is not None:
+            untap()
         with self._lock:
             self._rs, self._in_segment = None, False
 

@@ -1,5 +1,5 @@
-"""Records a voice call through the hooks a Call and a speaker already offer: the raw microphone
-frames (`Call.frame_taps`) as the user track, what the speaker played (`on_played`) as the AI
+"""Records a voice call through the hooks a Call and the Voice already offer: the raw microphone
+frames (`Call.frame_taps`) as the user track, what the speaker played (`Voice.tap`) as the AI
 track, and the call's events (`Call.listeners`) as timeline lines. Nothing here blocks: audio is
 copied into chunkers, lines are queued on the recorder's lanes.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from desktop.call.state import CallPhase
 from desktop.recording.chunker import AudioChunker
 from desktop.recording.lanes import HOLD_MAX_S
 from desktop.recording.writer import SessionRecorder
+
+if TYPE_CHECKING:
+    from desktop.media.audio_out import PlayedAudio
 
 log = logging.getLogger(__name__)
 METRIC_FIELDS = ("eos_to_audio_ms", "first_sound_ms", "asr_ms", "ttft_ms", "cached_tokens", "new_tokens",
@@ -52,8 +55,9 @@ class CallRecording:
         self._closed: Future[SessionRecorder] | None = None
         self._awaiting_sound = False  # SPEAKING: the hold ends at the speaker's first block with sound
 
-    def attach(self, call: Any, speaker: Any = None) -> None:
-        """Tap `call` (listeners, frame_taps) and `speaker` (on_played; None: no AI track)."""
+    def attach(self, call: Any, speaker: PlayedAudio | None = None) -> None:
+        """Tap `call` (listeners, frame_taps) and `speaker`, what plays the AI's voice: the Voice
+        (or a sink in tests; None: no AI track)."""
         call.listeners.append(self.on_event)
         call.frame_taps.append(self.on_mic)
         self._detach += [lambda: _remove(call.listeners, self.on_event), lambda: _remove(call.frame_taps, self.on_mic)]
@@ -61,11 +65,9 @@ class CallRecording:
         if video is not None:  # camera frames as the call samples them (1/s), while it is on
             video.taps.append(self.on_frame)
             self._detach.append(lambda: _remove(video.taps, self.on_frame))
-        played = getattr(speaker, "on_played", None)
-        if played is not None:
+        if speaker is not None:
             self.ai = AudioChunker(self._chunk("ai"), int(speaker.device_rate), gated=True)
-            played.append(self.on_played)
-            self._detach.append(lambda: _remove(played, self.on_played))
+            self._detach.append(speaker.tap(self.on_played))
 
     # ------------------------------------------------------------------ taps (device threads)
 

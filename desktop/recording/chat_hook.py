@@ -138,9 +138,8 @@ class ChatRecording:
             if audio is None or not recorder.recording:
                 return
             samples, rate = audio
-            heard_s = getattr(voice.sink, "heard_s", None)
-            if event.stopped and heard_s is not None:  # cut short: what was heard of it
-                samples = samples[: int(heard_s(event.request_id) * rate)]
+            if event.stopped:  # cut short: what was heard of it
+                samples = samples[: int(voice.heard_s(event.request_id) * rate)]
             if samples.size == 0:
                 return
             first = voice.first_audio_at(event.request_id)

@@ -6,6 +6,8 @@ by the share of its audio played, rounded down to whole words."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 
@@ -53,6 +55,37 @@ class SpokenLog:
                 heard.append(" ".join(words[:cut]))
             break
         return join(heard)
+
+
+class SpokenLogs:
+    """The SpokenLog of each of the newest `keep` replies, by request id. Thread-safe."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._logs: OrderedDict[str, SpokenLog] = OrderedDict()
+
+    def add_segment(self, request_id: str, sequence: int, text: str) -> None:
+        with self._lock:
+            self._log(request_id).add_segment(sequence, text)
+
+    def add_audio(self, request_id: str, sequence: int, samples: int, sample_rate: int) -> None:
+        with self._lock:
+            self._log(request_id).add_audio(sequence, samples, sample_rate)
+
+    def heard_text(self, request_id: str, played_s: float) -> str:
+        """The text of the reply's first `played_s` seconds ("" for a reply not spoken or kept)."""
+        with self._lock:
+            log = self._logs.get(request_id)
+            return log.heard_text(played_s) if log is not None else ""
+
+    def _log(self, request_id: str) -> SpokenLog:  # lock held
+        log = self._logs.get(request_id)
+        if log is None:
+            log = self._logs[request_id] = SpokenLog()
+            while len(self._logs) > self.keep:
+                self._logs.popitem(last=False)
+        return log
 
 
 def join(parts) -> str:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
 import numpy as np
 
+from desktop.speech.finished import FinishedReplies, Over
 from desktop.speech.segmenter import Segmenter, SegmenterConfig
-from desktop.speech.speech_types import AudioChunk, AudioSink, PipelineDone, PipelineError, Segment, TextDelta, TTSEngine
+from desktop.speech.speech_types import AudioChunk, PipelineDone, PipelineError, Segment, TextDelta, TTSEngine
+from desktop.media.audio_out import AudioSink
 from desktop.media.clock import Clock, RealClock
 
 __all__ = ["AudioChunk", "AudioSink", "Pipeline", "PipelineDone", "PipelineError", "Segment",
@@ -22,7 +23,6 @@ __all__ = ["AudioChunk", "AudioSink", "Pipeline", "PipelineDone", "PipelineError
 
 log = logging.getLogger(__name__)
 _POLL_S = 0.02  # real-time granularity of the stages' waits (flush timer, cancel/close checks)
-_GONE_KEPT = 4096  # finished/cancelled ids remembered so that late text for them is dropped
 
 
 class ReqState(Enum):
@@ -86,11 +86,14 @@ class Pipeline:
     events stay in order. Text is must-deliver: `feed`/`end` block while the text queue is full
     (never drop), so a slow sink slows the TTS, then the segmenter, then the caller. `on_event`
     gets Segment, AudioChunk, PipelineError and PipelineDone from the stage threads (keep it
-    quick); every request that got text ends with exactly one PipelineDone or PipelineError."""
+    quick); every request that got text ends with exactly one PipelineDone or PipelineError.
+    `finished`: where requests that are done, cancelled or failed are marked, so that late text
+    for them is dropped (the Voice's registry; by default one of its own)."""
 
     def __init__(self, tts: TTSEngine, sink: AudioSink, config: SegmenterConfig = SegmenterConfig(), *,
                  clock: Clock = RealClock(), high_water: int = 8,
-                 on_event: Callable[[object], None] = lambda e: None) -> None:
+                 on_event: Callable[[object], None] = lambda e: None,
+                 finished: FinishedReplies | None = None) -> None:
         if high_water < 1:
             raise ValueError(f"high_water must be at least 1, not {high_water}")
         self._tts, self._sink, self._config, self._clock, self._on_event = tts, sink, config, clock, on_event
@@ -98,7 +101,7 @@ class Pipeline:
         self._lock = threading.Lock()  # request table and states
         self._feed_lock = threading.Lock()  # a delta's sequence number and its place in the queue
         self._reqs: dict[str, _Req] = {}
-        self._gone: OrderedDict[str, ReqState] = OrderedDict()
+        self._finished = finished if finished is not None else FinishedReplies()
         self._closed = threading.Event()
         self._threads = [threading.Thread(target=self._segment_loop, name="pipeline-segmenter", daemon=True),
                          threading.Thread(target=self._speak_loop, name="pipeline-tts", daemon=True)]
@@ -146,7 +149,7 @@ class Pipeline:
             live = req is not None and req.state in _LIVE
             if live:
                 req.state = ReqState.CANCELLED
-            if live or request_id not in self._gone:  # not seen yet: cancelled before its first text
+            if live or not self._gone(request_id):  # not seen yet: cancelled before its first text
                 self._retire(request_id, ReqState.CANCELLED)
         self._text.discard(request_id)
         self._speech.discard(request_id)
@@ -168,7 +171,7 @@ class Pipeline:
             with self._lock:
                 req = self._reqs.get(request_id)
                 if req is None:
-                    if request_id in self._gone or self._closed.is_set():
+                    if self._gone(request_id) or self._closed.is_set():
                         return  # late text for a finished, cancelled or failed request
                     req = self._reqs[request_id] = _Req(request_id, self._clock.now())
                 if req.state is not ReqState.OPEN:
@@ -193,9 +196,11 @@ class Pipeline:
     def _retire(self, request_id: str, state: ReqState) -> None:
         """Drop the request from the table (caller holds the lock); late text for it is ignored."""
         self._reqs.pop(request_id, None)
-        self._gone[request_id] = state
-        while len(self._gone) > _GONE_KEPT:
-            self._gone.popitem(last=False)
+        self._finished.mark(request_id, Over.DONE if state is ReqState.DONE else Over.SILENCED)
+
+    def _gone(self, request_id: str) -> bool:
+        """Done, cancelled or failed (here, or silenced by the Voice): its text is late."""
+        return self._finished.at_least(request_id, Over.DONE)
 
     def _emit(self, event: object) -> None:
         try:

@@ -9,22 +9,21 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-
-FINISHED_KEPT = 256
+from desktop.speech.finished import Over
 
 
 class ReplyVoice:
-    """`voice`: a Voice (speak_begin/speak_delta/speak_end/stop). `enabled()`: whether replies
-    are spoken now (the chat's toggle); a reply is only started while it is. `on_begin(rid)`:
-    told when a reply starts to speak (the chat marks its bubble). Thread-safe (a call stops
-    its reply from the microphone's thread while the loop feeds it)."""
+    """`voice`: a Voice (speak_begin/speak_delta/speak_end/stop, and `finished`, its registry of
+    replies that are over, where this marks the replies it ended or dropped). `enabled()`: whether
+    replies are spoken now (the chat's toggle); a reply is only started while it is.
+    `on_begin(rid)`: told when a reply starts to speak (the chat marks its bubble). Thread-safe
+    (a call stops its reply from the microphone's thread while the loop feeds it)."""
 
     def __init__(self, voice: Any, enabled: Callable[[], bool] = lambda: True,
                  on_begin: Callable[[str], None] | None = None) -> None:  # fmt: skip
         self.voice, self.enabled, self.on_begin = voice, enabled, on_begin
         self.current: str | None = None  # the reply being spoken
         self._spoken = ""  # the text given to the voice for it
-        self._finished: dict[str, None] = {}  # replies that never speak again (the newest FINISHED_KEPT)
         self._followed: list[Any] = []  # Replies followed and not ended
         self._lock = threading.RLock()
 
@@ -32,7 +31,7 @@ class ReplyVoice:
         """Start speaking reply `rid` now, before its first words (a call: the voice then reports
         its end even if no words come). False if it may not start (ended, or voice off)."""
         with self._lock:
-            if rid in self._finished or not self.enabled():
+            if rid in self.voice.finished or not self.enabled():  # it never speaks again
                 return False
             if rid == self.current:
                 return True
@@ -65,7 +64,7 @@ class ReplyVoice:
             if text and len(text) > len(self._spoken) and text.startswith(self._spoken):
                 self.voice.speak_delta(rid, text[len(self._spoken) :])
             self.voice.speak_end(rid)
-            self._finish(rid)
+            self._finish(rid, Over.ENDED)
 
     def drop(self, rid: str | None) -> None:
         """The reply is gone (failed, taken out, stopped, talked over): silence it, for good —
@@ -73,7 +72,7 @@ class ReplyVoice:
         with self._lock:
             if rid is None:
                 return
-            self._finish(rid)
+            self._finish(rid, Over.SILENCED)
             self.voice.stop(rid)
 
     def silence(self) -> None:
@@ -81,7 +80,7 @@ class ReplyVoice:
         not start again (a reply still waiting for its first words stays quiet too)."""
         with self._lock:
             if self.current is not None:
-                self._finish(self.current)
+                self._finish(self.current, Over.SILENCED)
             for reply in self._followed:
                 reply.listeners.remove(self._on_reply)
             self._followed.clear()
@@ -102,9 +101,7 @@ class ReplyVoice:
         elif what in ("done", "failed"):
             self.drop(reply.request_id)
 
-    def _finish(self, rid: str) -> None:
-        self._finished[rid] = None
-        if len(self._finished) > FINISHED_KEPT:  # a long session: forget the oldest (they are long over)
-            del self._finished[next(iter(self._finished))]
+    def _finish(self, rid: str, how: Over) -> None:
+        self.voice.finished.mark(rid, how)
         if rid == self.current:
             self.current, self._spoken = None, ""

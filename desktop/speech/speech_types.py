@@ -1,5 +1,5 @@
-"""Types that cross the output pipeline: the TTS and audio-sink protocols it drives, and the
-events it emits (text deltas, segments, audio chunks, done, error)."""
+"""Types that cross the output pipeline: the TTS protocol it drives (the audio sink's is
+media/audio_out.AudioSink), and the events it emits (text deltas, segments, audio chunks, done, error)."""
 
 from __future__ import annotations
 
@@ -15,20 +15,6 @@ class TTSEngine(Protocol):
     sample_rate: int
 
     def synthesize(self, text: str) -> Iterator[np.ndarray]: ...
-
-
-class AudioSink(Protocol):
-    """Where audio goes (the speaker, a recorder, a fake)."""
-
-    def write(self, request_id: str, samples: np.ndarray, sample_rate: int) -> None:
-        """Queue audio; may block briefly while the buffer is full (backpressure)."""
-
-    def end(self, request_id: str) -> None:
-        """No more audio will come for this request."""
-
-    def flush(self, request_id: str | None = None) -> None:
-        """Drop queued audio of the request (all when None) within one callback; a write blocked
-        for that request should return."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,32 +1,31 @@
 """Spoken replies without Qt: loads the TTS lazily, relays streamed text to the output pipeline from
-its own thread, keeps each reply's audio for Replay and reports speaking started/finished/failed."""
+its own thread, keeps each reply's audio for Replay and reports speaking started/finished/failed.
+The only owner of the speaker: its volume, ducking, taps and counters are asked of the Voice."""
 
 from __future__ import annotations
 
 import logging
-import queue
-import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from desktop.speech.heard import SpokenLog
-from desktop.speech.pipeline import AudioChunk, Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig
-from desktop.speech.speech_types import AudioSink, TTSEngine
-from desktop.speech.voice_audio import KEEP_REPLIES, KEEP_SECONDS, KeptAudio, Play, VoiceEvent, VoiceEventKind
-from desktop.errors import OmnideskError
+from desktop.speech.finished import FinishedReplies, Over
+from desktop.speech.heard import SpokenLogs
+from desktop.speech.loader import LOADING_MESSAGE, PipelineLoader  # noqa: F401 (LOADING_MESSAGE: for tests)
+from desktop.speech.pipeline import AudioChunk, PipelineDone, PipelineError, Segment, SegmenterConfig
+from desktop.speech.playback import Playback, PlaybackStats
+from desktop.speech.plays import Plays
+from desktop.speech.relay import Begin, Close, Command, Delta, End, ForReply, Load, Relay, Reload, Replay
+from desktop.speech.speech_types import TTSEngine
+from desktop.speech.voice_audio import KEEP_REPLIES, KEEP_SECONDS, KeptAudio, VoiceEvent, VoiceEventKind
+from desktop.media.audio_out import AudioSink, Tap
 from desktop.media.clock import Clock, RealClock
 
 if TYPE_CHECKING:
     from desktop.settings import Settings
 
 log = logging.getLogger(__name__)
-LOADING_MESSAGE = "Loading voice…"
-_POLL_S = 0.02  # how often the relay thread looks for replies that have played out
 _REPLAY_CHUNK_S = 0.25  # replay is written in pieces this long, so that a stop is seen quickly
-_FINISH_SLACK_S = 1.0  # a sink that stops draining still reports "finished" this long after
-_DEAD_KEPT = 4096  # stopped or failed request ids remembered, so that their late text is dropped
 
 
 class Voice:
@@ -34,7 +33,8 @@ class Voice:
     blocks: a relay thread feeds the pipeline), `speak_end(rid)`. `stop()` silences at once.
     Events go to the listeners on the voice's own threads: hop to the UI thread there. Request ids
     are not reused. `available` is False (with `reason`) when there is no sound output; then every
-    call is a no-op."""
+    call is a no-op. The voice is the speaker's only owner: its volume, ducking, taps on what it
+    played, what was heard of a reply and its counters are asked of the voice, never the sink."""
 
     def __init__(self, tts_factory: Callable[[], TTSEngine] | None, sink: AudioSink | None, *,
                  config: SegmenterConfig = SegmenterConfig(), clock: Clock = RealClock(),
@@ -42,23 +42,22 @@ class Voice:
                  engine: tuple[str, str | None] | None = None, reason: str | None = None) -> None:
         self.available = sink is not None and tts_factory is not None
         self.reason = None if self.available else (reason or "Audio is off")
-        self._factory, self._sink, self._config, self._clock = tts_factory, sink, config, clock
-        self._owns_sink, self._engine = owns_sink, engine
+        self._sink, self._clock, self._owns_sink, self._engine = sink, clock, owns_sink, engine
+        self._out = Playback(sink)
+        self.finished = FinishedReplies()  # the one registry of replies that are over (ReplyVoice's too)
         self._listeners: list[Callable[[VoiceEvent], None]] = []
-        self._lock = threading.Lock()  # plays and dead ids; never held while emitting
-        self._commands: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._pipeline: Pipeline | None = None
-        self._plays: dict[str, Play] = {}  # sink id -> what is being spoken there
-        self._dead: OrderedDict[str, None] = OrderedDict()  # stopped/failed: queued text is dropped
+        self._loader: PipelineLoader | None = None
+        if tts_factory is not None and sink is not None:
+            self._loader = PipelineLoader(tts_factory, sink, config=config, clock=clock, finished=self.finished,
+                                          on_event=self._on_pipeline, open_sink=owns_sink, emit=self._emit,
+                                          fail=self._fail)  # fmt: skip
+        self._plays = Plays(self.finished)  # what is being spoken, by sink id
         self._kept = KeptAudio(keep, keep_s)
-        self._spoken: OrderedDict[str, SpokenLog] = OrderedDict()  # the last `keep` replies' segments
-        self._keep = keep
-        self._replay_gen = 0
+        self._spoken = SpokenLogs(keep)  # the last `keep` replies' segments
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._relay = Relay(self._do, self._check_finished, self._failed)
         if self.available:
-            self._thread = threading.Thread(target=self._relay, name="voice-relay", daemon=True)
-            self._thread.start()
+            self._relay.start()
 
     @classmethod
     def create(cls, settings: Settings, sink: AudioSink | None = None, **kwargs: Any) -> Voice:
@@ -69,7 +68,7 @@ class Voice:
 
         owns = sink is None
         if sink is None:
-            try:  # finds the device now; its stream opens on first use (see _ensure_pipeline)
+            try:  # finds the device now; its stream opens on first use (see speech/loader.py)
                 sink = SpeakerOutput(settings.audio_output_device, volume=settings.volume)
             except AudioUnavailable as exc:
                 return cls.unavailable(exc.message)
@@ -91,7 +90,7 @@ class Voice:
 
     @property
     def sink(self) -> AudioSink | None:
-        """Where the voice plays (the speaker): a call taps it for its echo canceller's far end."""
+        """The speaker, lent to the recordings player only (it plays recordings through it)."""
         return self._sink
 
     @property
@@ -104,38 +103,27 @@ class Voice:
     def prepare(self) -> None:
         """Load the TTS engine now (in the background) so that the first reply starts sooner."""
         if self.available and not self._closed:
-            self._commands.put(("load", None))
+            self._relay.put(Load())
 
     def speak_begin(self, request_id: str) -> None:
-        if not self.available or self._closed:
-            return
-        with self._lock:
-            if request_id in self._dead:  # stopped already
-                return
-            self._plays[request_id] = Play(request_id)
-        self._commands.put(("begin", request_id))
+        if self.available and not self._closed and self._plays.begin(request_id):  # not stopped already
+            self._relay.put(Begin(request_id))
 
     def speak_delta(self, request_id: str, text: str) -> None:
         if self.available and text and not self._closed:
-            self._commands.put(("delta", request_id, text))
+            self._relay.put(Delta(request_id, text))
 
     def speak_end(self, request_id: str) -> None:
         if self.available and not self._closed:
-            self._commands.put(("end", request_id))
+            self._relay.put(End(request_id))
 
     def stop(self, request_id: str | None = None) -> None:
         """Silence a reply (its replays too), or everything with None, within one audio block;
         its text still queued is dropped. Each reply stopped gets FINISHED(stopped=True)."""
         if not self.available:
             return
-        with self._lock:
-            self._replay_gen += 1
-            sids = [s for s, p in self._plays.items() if request_id is None or p.request_id == request_id]
-            plays = [self._plays.pop(s) for s in sids]
-            rids = {p.request_id for p in plays if not p.replay} | ({request_id} if request_id else set())
-            for rid in rids:
-                self._mark_dead(rid)
-            pipeline = self._pipeline
+        sids, plays, rids = self._plays.stop(request_id)
+        pipeline = self._loader.pipeline if self._loader is not None else None
         for rid in rids:
             if pipeline is not None:
                 pipeline.cancel(rid)  # drops its queued text and segments; flushes its audio
@@ -146,20 +134,38 @@ class Voice:
         for p in plays:
             self._emit(VoiceEvent(VoiceEventKind.FINISHED, p.request_id, replay=p.replay, stopped=True))
 
+    # ------------------------------------------------------------------ what the speaker played
+
     def heard(self, request_id: str) -> str:
         """The text of what the speaker has played of a reply (frozen when it is stopped): after a
-        barge-in, what the user actually heard. A sink that cannot tell: all that was spoken."""
-        with self._lock:
-            spoken = self._spoken.get(request_id)
-            if spoken is None:
-                return ""
-            heard_s = getattr(self._sink, "heard_s", None)
-            return spoken.spoken_text if heard_s is None else spoken.heard_text(heard_s(request_id))
+        barge-in, what the user actually heard."""
+        return self._spoken.heard_text(request_id, self._out.heard_s(request_id))
+
+    def heard_s(self, request_id: str) -> float:
+        """Seconds of a reply the speaker has played (frozen when it is stopped)."""
+        return self._out.heard_s(request_id)
 
     def first_audio_at(self, request_id: str) -> float | None:
-        """Clock time the reply's first sample reached the speaker, where the sink can tell."""
-        first = getattr(self._sink, "first_audio_at", None)
-        return first(request_id) if first is not None else None
+        """Clock time the reply's first sample reached the speaker, if it has."""
+        return self._out.first_audio_at(request_id)
+
+    def playback_stats(self) -> PlaybackStats | None:
+        """The speaker's counters (underruns, starved seconds, …); None with no sound output."""
+        return self._out.stats()
+
+    @property
+    def device_rate(self) -> int:
+        """The speaker's sample rate, for a tap (0 with no sound output)."""
+        return self._out.device_rate
+
+    @property
+    def block_frames(self) -> int:
+        return self._out.block_frames
+
+    def tap(self, fn: Tap) -> Callable[[], None]:
+        """Call fn(block, t) with every block the speaker plays from now on, on the audio thread
+        (it must only copy: the echo canceller's far end, the recorder); returns the untap."""
+        return self._out.tap(fn)
 
     def audio_of(self, request_id: str) -> tuple[np.ndarray, int] | None:
         """The audio spoken for a reply so far (float32 mono, its rate); None when there is none
@@ -172,18 +178,22 @@ class Voice:
         if audio is None:
             return False
         self.stop()
-        with self._lock:
-            gen = self._replay_gen
-            sid = f"{request_id}#replay{gen}"  # a fresh sink id: the reply's own was flushed or ended
-            self._plays[sid] = Play(request_id, replay=True)
-        self._commands.put(("replay", request_id, sid, gen, *audio))
+        self._relay.put(Replay(request_id, *self._plays.begin_replay(request_id), *audio))
         return True
 
     # ------------------------------------------------------------------ settings and closing
 
     def set_volume(self, volume: float) -> None:
-        if self.available and hasattr(self._sink, "volume"):
-            self._sink.volume = volume  # type: ignore[union-attr]
+        """The user's volume (while ducked: given back at `unduck`)."""
+        self._out.set_volume(volume)
+
+    def duck(self) -> None:
+        """Silence the speaker at once, the reply playing on (the user may be talking over it)."""
+        self._out.duck()
+
+    def unduck(self) -> None:
+        """The user's volume back."""
+        self._out.unduck()
 
     def update(self, settings: Settings) -> None:
         """Apply the volume now, and a new engine or voice from the next reply on. A new output
@@ -196,116 +206,65 @@ class Voice:
             from desktop.model.tts import make_tts
 
             self.stop()
-            self._engine, self._factory = engine, (lambda: make_tts(*engine))
-            self._commands.put(("reload", None))
+            self._engine = engine
+            if self._loader is not None:
+                self._loader.factory = lambda: make_tts(*engine)
+            self._relay.put(Reload())
 
     def close(self) -> None:
         """Silence, stop the threads and release the speaker (if this voice opened it)."""
         if not self.available or self._closed:
             return
         self.stop()
-        with self._lock:
-            self._closed = True
-            pipeline, self._pipeline = self._pipeline, None
-        self._commands.put(("close", None))
-        if pipeline is not None:
-            pipeline.close()  # a feed blocked at the high-water mark returns
-        if self._owns_sink and hasattr(self._sink, "close"):
-            self._sink.close()  # type: ignore[union-attr]
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=3.0)
+        self._closed = True
+        self._relay.halt()
+        if self._loader is not None:
+            self._loader.close()  # a feed blocked at the high-water mark returns
+        if self._owns_sink:
+            self._sink.close()
+        self._relay.join(timeout=3.0)
 
     # ------------------------------------------------------------------ relay thread
 
-    def _relay(self) -> None:
-        while not self._closed:
-            try:
-                cmd = self._commands.get(timeout=_POLL_S)
-            except queue.Empty:
-                cmd = None
-            if cmd is not None and not self._closed:
-                try:
-                    self._do(*cmd)
-                except Exception as exc:  # a bug here must not end the relay
-                    log.exception("voice command %s failed", cmd[0])
-                    if cmd[1] is not None:
-                        self._fail(cmd[1], f"The voice failed ({type(exc).__name__}: {exc}).")
-            self._check_finished()
+    def _do(self, cmd: Command) -> None:
+        loader = self._loader
+        if self._closed or loader is None or isinstance(cmd, Close):
+            return
+        if isinstance(cmd, Load):
+            loader.get(None)
+        elif isinstance(cmd, Reload):
+            loader.reload()
+        elif isinstance(cmd, Replay):
+            self._play_back(cmd)
+        elif not self.finished.at_least(cmd.request_id, Over.SILENCED) and (pipeline := loader.get(cmd.request_id)):
+            if isinstance(cmd, Delta):
+                pipeline.feed(cmd.request_id, cmd.text)  # may wait at the pipeline's high-water mark
+            elif isinstance(cmd, End):
+                pipeline.end(cmd.request_id)
 
-    def _do(self, op: str, rid: str | None, *args: Any) -> None:
-        if op == "load":
-            self._ensure_pipeline(None)
-        elif op == "reload":
-            with self._lock:
-                pipeline, self._pipeline = self._pipeline, None
-            if pipeline is not None:
-                pipeline.close()
-        elif op == "replay":
-            self._play_back(rid, *args)
-        elif rid is not None and not self._is_dead(rid) and (pipeline := self._ensure_pipeline(rid)):
-            if op == "delta":
-                pipeline.feed(rid, args[0])  # may wait at the pipeline's high-water mark
-            elif op == "end":
-                pipeline.end(rid)
+    def _failed(self, cmd: Command, exc: Exception) -> None:
+        if isinstance(cmd, ForReply):
+            self._fail(cmd.request_id, f"The voice failed ({type(exc).__name__}: {exc}).")
 
-    def _ensure_pipeline(self, rid: str | None) -> Pipeline | None:
-        if self._pipeline is not None:
-            return self._pipeline
-        self._emit(VoiceEvent(VoiceEventKind.LOADING, rid, LOADING_MESSAGE))
-        try:
-            if self._owns_sink and hasattr(self._sink, "start"):
-                self._sink.start()  # the speaker's stream: opened once, when first needed
-            tts = self._factory()  # Piper: ~2 s, which is why this runs here
-        except Exception as exc:  # TTSError, AudioUnavailable, or whatever a broken engine raises
-            message = exc.message if isinstance(exc, OmnideskError) else f"{type(exc).__name__}: {exc}"
-            log.warning("the voice could not be loaded: %s", message)
-            if rid is not None:
-                self._fail(rid, message)
-            else:
-                self._emit(VoiceEvent(VoiceEventKind.FAILED, None, message))
-            return None
-        pipeline = Pipeline(tts, self._sink, self._config, clock=self._clock, on_event=self._on_pipeline)
-        pipeline.start()
-        with self._lock:
-            if self._closed:
-                pipeline.close()
-                return None
-            self._pipeline = pipeline
-        self._emit(VoiceEvent(VoiceEventKind.READY))
-        return pipeline
-
-    def _play_back(self, rid: str, sid: str, gen: int, samples: np.ndarray, rate: int) -> None:
-        with self._lock:
-            play = self._plays.get(sid)
-            if play is None or gen != self._replay_gen:
-                return
-            play.started = True
-        self._emit(VoiceEvent(VoiceEventKind.STARTED, rid, replay=True))
+    def _play_back(self, cmd: Replay) -> None:
+        sid, gen, samples, rate = cmd.sink_id, cmd.gen, cmd.samples, cmd.rate
+        play = self._plays.start_replay(sid, gen)
+        if play is None:
+            return
+        self._emit(VoiceEvent(VoiceEventKind.STARTED, cmd.request_id, replay=True))
         step = max(1, int(rate * _REPLAY_CHUNK_S))
         for i in range(0, len(samples), step):
-            if gen != self._replay_gen or self._closed:
+            if not self._plays.current(gen) or self._closed:
                 return
             piece = samples[i:i + step]
             self._sink.write(sid, piece, rate)  # blocks at high water; a stop flushes and frees it
             play.seconds += len(piece) / rate
         self._sink.end(sid)
-        with self._lock:
-            if self._plays.get(sid) is play:
-                play.done_at = self._clock.now()
+        self._plays.written(sid, self._clock.now(), play)
 
     def _check_finished(self) -> None:
         """Report replies whose audio has all been heard (or should have been by now)."""
-        now, done = self._clock.now(), []
-        queued_s = getattr(self._sink, "queued_s", None)  # a sink that cannot tell: done when written
-        with self._lock:
-            for sid, play in list(self._plays.items()):
-                if play.done_at is None:
-                    continue
-                played_out = queued_s is None or queued_s(sid) <= 0
-                if played_out or now >= play.done_at + play.seconds + _FINISH_SLACK_S:
-                    del self._plays[sid]
-                    done.append(play)
-        for play in done:
+        for play in self._plays.played_out(self._clock.now(), self._out.queued_s):
             self._emit(VoiceEvent(VoiceEventKind.FINISHED, play.request_id, replay=play.replay))
 
     # ------------------------------------------------------------------ pipeline events (stage threads)
@@ -313,52 +272,24 @@ class Voice:
     def _on_pipeline(self, event: object) -> None:
         if isinstance(event, Segment):
             if event.text:
-                with self._lock:
-                    self._spoken_log(event.request_id).add_segment(event.sequence, event.text)
-        elif isinstance(event, AudioChunk):
-            if event.is_last or not event.samples.size:
-                return
-            with self._lock:
-                play = self._plays.get(event.request_id)
-                if play is None:  # stopped
-                    return
-                self._kept.add(event.request_id, event.samples, event.sample_rate)
-                self._spoken_log(event.request_id).add_audio(event.segment, event.samples.size, event.sample_rate)
-                play.seconds += event.samples.size / event.sample_rate
-                first, play.started = not play.started, True
-            if first:
-                self._emit(VoiceEvent(VoiceEventKind.STARTED, event.request_id))
-        elif isinstance(event, PipelineDone):
-            with self._lock:
-                play = self._plays.get(event.request_id)
-                if play is not None and not event.stats.get("cancelled"):
-                    play.done_at = self._clock.now()
+                self._spoken.add_segment(event.request_id, event.sequence, event.text)
+        elif isinstance(event, AudioChunk) and not event.is_last and event.samples.size:
+            rid, samples, rate = event.request_id, event.samples, event.sample_rate
+
+            def keep() -> None:  # what a stopped reply says after its stop is not kept
+                self._kept.add(rid, samples, rate)
+                self._spoken.add_audio(rid, event.segment, samples.size, rate)
+
+            if self._plays.audio(rid, samples.size / rate, keep):  # its first audio
+                self._emit(VoiceEvent(VoiceEventKind.STARTED, rid))
+        elif isinstance(event, PipelineDone) and not event.stats.get("cancelled"):
+            self._plays.written(event.request_id, self._clock.now())
         elif isinstance(event, PipelineError):
             self._fail(event.request_id, event.message)
 
-    def _spoken_log(self, rid: str) -> SpokenLog:  # lock held
-        spoken = self._spoken.get(rid)
-        if spoken is None:
-            spoken = self._spoken[rid] = SpokenLog()
-            while len(self._spoken) > self._keep:
-                self._spoken.popitem(last=False)
-        return spoken
-
     def _fail(self, rid: str, message: str) -> None:
-        with self._lock:
-            self._mark_dead(rid)
-            play = self._plays.pop(rid, None)
-        if play is not None:
+        if self._plays.fail(rid) is not None:
             self._emit(VoiceEvent(VoiceEventKind.FAILED, rid, message))
-
-    def _is_dead(self, rid: str) -> bool:
-        with self._lock:
-            return rid in self._dead
-
-    def _mark_dead(self, rid: str) -> None:  # lock held
-        self._dead[rid] = None
-        if len(self._dead) > _DEAD_KEPT:
-            self._dead.popitem(last=False)
 
     def _emit(self, event: VoiceEvent) -> None:
         for listener in list(self._listeners):

@@ -1,5 +1,5 @@
-"""The voice's records: the events it reports, what is being spoken (`Play`) and the audio of the
-last spoken replies, kept for Replay within a count and a duration (as int16: half the memory)."""
+"""The voice's records: the events it reports, and the audio of the last spoken replies kept for
+Replay within a count and a duration (as int16: half the memory)."""
 
 from __future__ import annotations
 
@@ -29,17 +29,6 @@ class VoiceEvent:
     message: str = ""
     replay: bool = False
     stopped: bool = False
-
-
-@dataclass(slots=True, eq=False)
-class Play:
-    """One stretch of speech on the sink: a live reply (sink id = request id) or a replay."""
-
-    request_id: str
-    replay: bool = False
-    started: bool = False
-    seconds: float = 0.0  # audio written so far
-    done_at: float | None = None  # clock time when all of it was written
 
 
 @dataclass(slots=True, eq=False)

@@ -153,14 +153,25 @@ def test_heard_text_whole_segments_then_words_of_the_cut_one():
     assert SpokenLog().heard_text(3) == ""
 
 
-class Sink:
-    volume = 0.8
+class Speaker:
+    """What the ducker uses of the Voice: duck() silences, unduck() gives the user's volume back."""
+
+    available = True
+
+    def __init__(self) -> None:
+        self.volume = 0.8
+
+    def duck(self) -> None:
+        self.volume = 0.0
+
+    def unduck(self) -> None:
+        self.volume = 0.8
 
 
 def test_ducking_mutes_on_a_sudden_rise_and_comes_back_unless_confirmed():
     from desktop.call.duck import Ducker
 
-    sink = Sink()
+    sink = Speaker()
     duck = Ducker(sink, rise_db=12, floor_db=-50, hold_s=0.3)
     for i in range(100):  # the assistant speaks; the cleaned microphone holds residual echo
         duck.frame(-72.0 + (i % 3), i * 0.01, speaking=True)
@@ -183,7 +194,7 @@ def test_ducking_mutes_on_a_sudden_rise_and_comes_back_unless_confirmed():
 def test_ducking_on_the_double_talk_detector_and_its_false_alarms():
     from desktop.call.duck import Ducker
 
-    sink, alarms = Sink(), []
+    sink, alarms = Speaker(), []
     duck = Ducker(sink, hold_s=0.3, on_false_alarm=lambda: alarms.append(1))
     duck.frame(-70.0, 0.0, speaking=True, near_talk=True)  # quiet after the AEC, but the user talks
     assert duck.ducked and sink.volume == 0.0

@@ -1,12 +1,14 @@
 """ReplyVoice: the stream's own deltas reach the voice unchanged; a silenced or ended reply never
 speaks again; the chat's engine Reply is followed through its listeners."""
 
+from desktop.speech.finished import FinishedReplies
 from desktop.speech.reply_voice import ReplyVoice
 
 
 class FakeVoice:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
+        self.finished = FinishedReplies()
 
     def speak_begin(self, rid):
         self.calls.append(("begin", rid))

@@ -345,7 +345,7 @@ SMOKE = textwrap.dedent(
     deadline = time.monotonic() + 10
     while not done and time.monotonic() < deadline:
         time.sleep(0.01)
-    played = voice._sink.stats()["played_s"]; voice.close()
+    played = voice.playback_stats().played_s; voice.close()
     print("DONE", bool(done), played)
     """
 )

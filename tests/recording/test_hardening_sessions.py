@@ -100,7 +100,6 @@ class FakeVoice:
 
     def __init__(self, clock) -> None:
         self.listeners, self.clock = [], clock
-        self.sink = SimpleNamespace(heard_s=lambda rid: 0.5)
         self.audio = {"r1": (np.full(22050, 0.3, np.float32), 22050)}
         self.first = {"r1": clock.now() + 0.4}
 
@@ -112,6 +111,9 @@ class FakeVoice:
 
     def first_audio_at(self, rid):
         return self.first.get(rid)
+
+    def heard_s(self, rid):
+        return 0.5
 
     def finish(self, rid: str, stopped: bool = False) -> None:
         for listener in self.listeners:

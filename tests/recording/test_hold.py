@@ -74,8 +74,21 @@ def test_while_held_one_frame_may_wait_but_an_audio_chunk_is_written_at_once(tmp
     pool.shutdown()
 
 
+class Speaker:
+    """What a call recording taps: the Voice's (or a sink's) `tap` and its device rate."""
+
+    device_rate = 48000
+
+    def __init__(self) -> None:
+        self.on_played: list = []
+
+    def tap(self, fn):
+        self.on_played.append(fn)
+        return lambda: self.on_played.remove(fn)
+
+
 def call_and_speaker():
-    return SimpleNamespace(listeners=[], frame_taps=[]), SimpleNamespace(on_played=[], device_rate=48000)
+    return SimpleNamespace(listeners=[], frame_taps=[]), Speaker()
 
 
 def phase(p: CallPhase) -> SimpleNamespace:
