@@ -125,3 +125,27 @@ async def pump_frames(clock: VirtualClock, mic: ScriptedMic, speaker, call, n: i
         speaker.pump()
         call.pump()
         await asyncio.sleep(0.002)
+
+
+def spoken_ids(voice) -> list[str]:
+    """Request ids the Voice is asked to speak, in order (its speak_begin, wrapped)."""
+    ids: list[str] = []
+    begin = voice.speak_begin
+
+    def speak_begin(request_id: str) -> None:
+        ids.append(request_id)
+        begin(request_id)
+
+    voice.speak_begin = speak_begin
+    return ids
+
+
+async def until_heard(voice, ids: list[str], frames, limit: int = 1500) -> None:
+    """Pump quiet frames until the speaker has played at least one whole word of the latest
+    reply: the TTS and the speaker run on real threads, and under load a barge-in made after a
+    fixed number of frames could land before any word was heard (an empty 'heard')."""
+    for _ in range(limit):
+        if ids and voice.heard(ids[-1]):
+            return
+        await frames(1, False)
+    raise AssertionError("the reply was never heard")
