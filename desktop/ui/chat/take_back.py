@@ -15,7 +15,7 @@ from desktop.ui.chat.notice import FRIENDLY, in_user_terms, over, too_long
 
 if TYPE_CHECKING:
     from desktop.ui.chat.page import ChatPage
-    from desktop.ui.chat.turn import Tasks
+    from desktop.ui.tasks import Tasks
 
 REFUSED = "context_length_exceeded"  # the worker's refusal of a prompt longer than its window
 

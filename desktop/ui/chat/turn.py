@@ -1,14 +1,13 @@
 """The chat page's replies: at most one per conversation, each a Reply (chat/reply.py) run as an
 asyncio task whether or not its conversation is shown. The shown conversation's reply is drawn
 into the view (its text, how far a long prompt has been read, the queue banner, the voice); the
-others turn a spinner in the conversation list. Tasks keeps strong references to the tasks."""
+others turn a spinner in the conversation list."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sys
-from typing import TYPE_CHECKING, Any, Coroutine
+from typing import TYPE_CHECKING
 
 from desktop.chat.branches import Edit
 from desktop.chat.conversations import INTERRUPTED, Conversation, StoredMessage
@@ -18,6 +17,7 @@ from desktop.chat.reply_versions import count
 from desktop.ui.chat.message_widget import THINKING, MessageWidget
 from desktop.ui.chat.notice import UNANSWERED, eta_text, friendly, in_user_terms
 from desktop.ui.chat.take_back import TakeBack, wanted
+from desktop.ui.tasks import Tasks
 
 if TYPE_CHECKING:
     from desktop.ui.chat.page import ChatPage
@@ -219,30 +219,3 @@ class Turns:
             page.speech.refresh()
         self.show()
 
-
-class Tasks:
-    """Strong references to running tasks; an exception in one goes to sys.excepthook (the
-    app's error dialog, a failing test) instead of vanishing with the task."""
-
-    def __init__(self) -> None:
-        self._tasks: set[asyncio.Task] = set()
-
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._finished)
-        return task
-
-    def _finished(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            sys.excepthook(type(exc), exc, exc.__traceback__)
-
-    def __len__(self) -> int:
-        return len(self._tasks)
-
-    async def wait(self) -> None:
-        """Wait for every task running now (tests, shutdown)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
