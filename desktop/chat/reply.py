@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from desktop.chat.conversations import INTERRUPTED, STREAMING, Conversation, ConversationStore, StoredMessage
+from desktop.chat import branches
 from desktop.chat.branches import Edit, undo
 from desktop.chat.reply_limit import which_length
 from desktop.chat.reply_versions import succeed
@@ -89,14 +90,21 @@ class Reply:
     which grows. `previous`: the reply a Regenerate took away; it comes back if no new text
     arrives, else it stays one of the new reply's versions (reply_versions.py). `edit`: the edit
     (branches.py) that made the message answered; when the reply fails without a word, the edit is
-    taken back (`undone`) and the branch shown before comes back. Listeners get
+    taken back (`undone`) and the branch shown before comes back. `again`: write the last reply
+    again (Regenerate): it is taken out here and becomes `previous`. A Reply is the only writer of
+    its conversation's messages during its turn: the user's message that starts it (`ask`, or
+    `ask_edited` for an edit), its own message, and the refused message given back after it (`take_back`). Listeners get
     (reply, what), `what` one of: loading, queued, reading, progress, writing, text, done, failed.
     After its end the message's status is "" (whole, also when stopped) or INTERRUPTED (ended
     early by an error or by `stop(interrupted=True)`)."""
 
     def __init__(self, gateway: EngineApi, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
                  previous: StoredMessage | None = None, continuing: bool = False, edit: Edit | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 again: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+        if again:
+            if previous is not None or continuing or not conv.messages or conv.messages[-1].role != "assistant":
+                raise ValueError("Only the reply at the end of a conversation can be written again.")
+            previous = conv.messages.pop()
         self.gateway, self.store, self.conv, self.params = gateway, store, conv, params
         self.previous, self.continuing, self.edit, self.clock = previous, continuing, edit, clock
         self.undone: StoredMessage | None = None  # the edited message, when the edit was taken back
@@ -129,6 +137,34 @@ class Reply:
         self._last_save: float | None = None
         self._pending: tuple[Conversation, int] | None = None  # a snapshot and its version
         self._flusher: asyncio.Task | None = None
+
+    @staticmethod
+    def ask(store: ConversationStore, conv: Conversation, message: StoredMessage) -> None:
+        """A turn starts with the user's message: added to `conv` and saved before the model sees
+        it (the Reply that answers it is made next). OSError when it could not be saved."""
+        conv.messages.append(message)
+        store.save(conv)
+
+    @staticmethod
+    def ask_edited(store: ConversationStore, conv: Conversation, index: int, text: str, images: list[str]) -> Edit:
+        """A turn that starts with an edit of the user's message `index`: a new branch of `conv`
+        there (branches.py), saved before the model sees it. ValueError when that message is gone;
+        OSError when it could not be saved (the edit is undone then: `conv` is as it was)."""
+        edit = branches.edit(conv, index, text, images)
+        try:
+            store.save(conv)
+        except OSError:
+            undo(conv, edit)
+            raise
+        return edit
+
+    def take_back(self) -> StoredMessage | None:
+        """After the reply ended refused: take the unanswered user message out of the conversation
+        and return it (None when the conversation no longer ends with one: changed meanwhile)."""
+        conv = self.conv
+        if not self.ended or not conv.messages or conv.messages[-1].role != "user":
+            return None
+        return conv.messages.pop()
 
     @property
     def index(self) -> int:

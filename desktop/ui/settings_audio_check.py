@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 from desktop.errors import OmnideskError
 from desktop.media.device_check import MicLevel, ToneTest
 from desktop.ui.call.level import LevelMeter
-from desktop.ui.chat.style import muted
+from desktop.ui.style import muted
 
 POLL_MS = 50
 Chosen = Callable[[], "str | None"]  # the device chosen in the page's combo now

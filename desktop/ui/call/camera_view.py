@@ -12,7 +12,7 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from desktop.ui import shortcuts
-from desktop.ui.chat.style import muted
+from desktop.ui.style import muted
 
 PREVIEW_W, PREVIEW_H = 256, 192
 ON_CSS = "QPushButton:checked { background: #d64541; color: white; border: none; border-radius: 4px; padding: 4px 10px; }"

@@ -7,7 +7,7 @@ from PySide6.QtCore import QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from desktop.ui.chat.style import muted, tint
+from desktop.ui.style import muted, tint
 
 FLOOR_DB = -60.0
 FALL_PER_TICK = 4  # percent the bar falls every TICK_MS when the level drops

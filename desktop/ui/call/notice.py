@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
-from desktop.ui.chat.style import muted, wash
+from desktop.ui.style import muted, wash
 
 ERROR_EDGE = QColor("#d9534f")
 

@@ -25,8 +25,8 @@ from desktop.ui.call.metrics import MetricsModel, MetricsTable
 from desktop.ui.call.notice import CallNotice
 from desktop.ui.call.ptt import PushToTalk
 from desktop.ui.call.transcript import TranscriptView, empty_hint
-from desktop.ui.chat.style import muted
-from desktop.ui.chat.turn import Tasks
+from desktop.ui.style import muted
+from desktop.ui.tasks import Tasks
 
 StartCall = Callable[[CallMode], Awaitable[Call]]
 MicStatus = Callable[[], "str | None"]

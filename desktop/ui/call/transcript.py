@@ -12,7 +12,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QTextBrowser, QWidget
 
 from desktop.call.state import CallMode
-from desktop.ui.chat.style import muted
+from desktop.ui.style import muted
 
 EMPTY_HINT = ("Start a call and talk: the assistant answers aloud, and stops as soon as you talk over it. "
               "What you both say appears here.")

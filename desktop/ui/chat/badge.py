@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QLabel
 
 from desktop.chat.export import stats_line
 from desktop.protocol.reasons import sentence_of
-from desktop.ui.chat.style import muted, small_font
+from desktop.ui.style import muted, small_font
 
 def details(stats: dict[str, Any]) -> str:
     """The turn's cache reason in a sentence, then every number, one per line (the tooltip)."""

@@ -17,7 +17,7 @@ from desktop.model.images import ImageData, read_image
 from desktop.model.messages import MAX_CHARS
 from desktop.ui import shortcuts
 from desktop.ui.chat import dialogs
-from desktop.ui.chat.style import accent, muted
+from desktop.ui.style import accent, muted
 from desktop.ui.chat.thumbnails import ThumbnailStrip
 
 NO_IMAGES_TIP = "This model takes text only — choose a vision model in Settings to attach images"

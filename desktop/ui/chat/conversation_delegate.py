@@ -9,7 +9,7 @@ from PySide6.QtGui import QFont, QFontMetrics, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from desktop.ui.chat.conversation_model import DATE_ROLE, DETAIL_ROLE
-from desktop.ui.chat.style import blend
+from desktop.ui.style import blend
 
 PAD_X, PAD_Y, GAP = 8, 5, 1
 Index = QModelIndex | QPersistentModelIndex

@@ -25,7 +25,7 @@ from desktop.chat.search import Hit
 from desktop.ui import shortcuts
 from desktop.ui.chat.conversation_delegate import ConversationDelegate
 from desktop.ui.chat.conversation_model import ConversationListModel
-from desktop.ui.chat.style import muted
+from desktop.ui.style import muted
 
 SEARCH_DELAY_MS = 150
 

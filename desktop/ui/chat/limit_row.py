@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from desktop.chat.reply_limit import Limit
-from desktop.ui.chat.style import muted, small_font
+from desktop.ui.style import muted, small_font
 
 
 class LimitRow(QWidget):

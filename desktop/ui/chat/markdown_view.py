@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QTextEdit
 
 from desktop.ui.chat import links
 from desktop.ui.chat.soft_breaks import BREAK_MARK, LINE_BREAK, keep_line_breaks
-from desktop.ui.chat.style import mono_font, tint
+from desktop.ui.style import mono_font, tint
 from desktop.ui.plain import plain_tip
 
 RENDER_EVERY_S = 0.05  # long texts re-render at most this often while streaming

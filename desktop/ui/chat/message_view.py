@@ -19,7 +19,7 @@ from desktop.chat.conversations import INTERRUPTED, StoredMessage
 from desktop.chat.branches import position
 from desktop.ui.chat.message_widget import MessageWidget
 from desktop.ui.chat.notice import TurnNotice
-from desktop.ui.chat.style import CONTENT_MAX_WIDTH, muted
+from desktop.ui.style import CONTENT_MAX_WIDTH, muted
 
 EMPTY_HINT = ("<p style='font-size:15pt'>Start a conversation</p>"
               "<p>Everything runs on this computer; nothing you write leaves it.<br>"

@@ -22,7 +22,7 @@ from desktop.ui.chat.badge import Badge
 from desktop.ui.chat.limit_row import LimitRow
 from desktop.ui.chat.markdown_view import MarkdownView
 from desktop.ui.chat.thumbnails import ThumbnailStrip, names_of
-from desktop.ui.chat.style import accent, base, blend, muted, small_font
+from desktop.ui.style import accent, base, blend, muted, small_font
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
 THINKING = "Thinking…"

@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from desktop.chat.conversations import Conversation
-from desktop.ui.chat.style import accent, muted, small_font, wash
+from desktop.ui.style import accent, muted, small_font, wash
 
 FRIENDLY = {
     "worker_crashed": "The model stopped unexpectedly while answering.",

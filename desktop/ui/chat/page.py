@@ -1,6 +1,8 @@
 """The turn-based chat page: conversations on the left; on the right the system prompt, the messages
 (streamed, and spoken when the voice is on) and the composer. Replies run as asyncio tasks (see
-turn.py) and go on while the user looks at another conversation."""
+turn.py) and go on while the user looks at another conversation. The page lays its parts out and
+wires them; the work is theirs: Turns (the replies), Editing (an edited message and its branch),
+Versions (switching versions and branches), ConversationActions (the list, rename, delete, export)."""
 
 from __future__ import annotations
 
@@ -10,28 +12,52 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
-from desktop.chat import branches
-from desktop.chat.branches import Edit
 from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.chat.presets import PresetStore
 from desktop.chat.reply import Reply
-from desktop.chat.reply_versions import count, switch
-from desktop.chat.search import match_index, terms
 from desktop.speech.voice import Voice
 from desktop.protocol.engine import EngineApi
 from desktop.settings import Settings
 from desktop.ui.chat.composer import Composer
+from desktop.ui.chat.conversation_actions import ConversationActions
 from desktop.ui.chat.conversation_list import ConversationList
+from desktop.ui.chat.editing import Editing
 from desktop.ui.chat.message_view import MessageView
-from desktop.ui.chat.message_widget import VoiceState
 from desktop.ui.chat.notice import QueueBanner
-from desktop.ui.chat.page_actions import PageActions
 from desktop.ui.chat.preset_bar import PresetBar
+from desktop.ui.chat.take_back import TakeBack
 from desktop.ui.chat.turn import Turns
+from desktop.ui.chat.versions import Versions
 from desktop.ui.chat.voice_control import ChatVoice
+from desktop.ui.tasks import Tasks
 
 
-class ChatPage(PageActions, QWidget):
+def lay_out(conversations: QWidget, preset_bar: QWidget, view: QWidget, banner: QWidget,
+            composer: QWidget) -> QSplitter:
+    """The list on the left; on the right the system prompt, the messages, the queue banner and
+    the composer."""
+    right = QWidget()
+    column = QVBoxLayout(right)
+    column.setContentsMargins(0, 0, 0, 0)
+    column.setSpacing(0)
+    column.addWidget(preset_bar)
+    column.addWidget(view, 1)
+    bottom = QVBoxLayout()
+    bottom.setContentsMargins(16, 6, 16, 12)
+    bottom.setSpacing(6)
+    bottom.addWidget(banner)
+    bottom.addWidget(composer)
+    column.addLayout(bottom)
+    splitter = QSplitter(Qt.Orientation.Horizontal)
+    splitter.addWidget(conversations)
+    splitter.addWidget(right)
+    splitter.setStretchFactor(1, 1)
+    splitter.setSizes([260, 840])
+    splitter.setChildrenCollapsible(False)
+    return splitter
+
+
+class ChatPage(QWidget):
     """`current_conversation_id` is None while a new conversation has no message yet (it is saved,
     and listed, with its first message); `conversation_changed` then carries "". `voice_toggled`:
     the user turned the voice on or off (save it as settings.voice_enabled). `busy_changed`: the
@@ -50,10 +76,7 @@ class ChatPage(PageActions, QWidget):
         self.presets = presets if presets is not None else PresetStore(store.root.parent)
         # Called with each engine Reply as it starts (on this thread), e.g. the chat recorder.
         self.reply_observers: list[Callable[[Any], None]] = []
-        self.turns = Turns(self)
-        self.tasks = self.turns.tasks
         self._busy = False
-        self._edit_index: int | None = None
         self.conv: Conversation = self._draft()
 
         self.conversations = ConversationList()
@@ -63,27 +86,10 @@ class ChatPage(PageActions, QWidget):
         self.composer = Composer(supports_images)
         self.speech = ChatVoice(self.view, settings().voice_enabled, self)
         self.composer.add_tool(self.speech.button)
-        right = QWidget()
-        column = QVBoxLayout(right)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(0)
-        column.addWidget(self.preset_bar)
-        column.addWidget(self.view, 1)
-        bottom = QVBoxLayout()
-        bottom.setContentsMargins(16, 6, 16, 12)
-        bottom.setSpacing(6)
-        bottom.addWidget(self.queue_banner)
-        bottom.addWidget(self.composer)
-        column.addLayout(bottom)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.conversations)
-        splitter.addWidget(right)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([260, 840])
-        splitter.setChildrenCollapsible(False)
+        self._build_parts()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(splitter)
+        layout.addWidget(lay_out(self.conversations, self.preset_bar, self.view, self.queue_banner, self.composer))
         self._connect()
         self.speech.set_voice(voice)
         self.refresh_list()
@@ -91,26 +97,46 @@ class ChatPage(PageActions, QWidget):
         if not (last and self.open_conversation(last)):
             self._show()
 
+    def _build_parts(self) -> None:
+        """The page's workers, each given the widgets and callables it uses."""
+        say, shown, store, view = self.status.emit, lambda: self.conv, self.store, self.view
+
+        def new_reply(conv: Conversation, **how: Any) -> Reply:  # with the gateway and settings of now
+            return Reply(self.gateway, store, conv, self.settings().sampling(), **how)
+
+        self.tasks = Tasks()
+        self.editing = Editing(self.composer, store, view, say=say, refresh_list=self.refresh_list)
+        take_back = TakeBack(store, view, self.editing, self.tasks, say=say, given=self._given_back,
+                             unsaved=self._unsaved)
+        self.turns = Turns(new_reply, store, view, self.queue_banner, self.speech, self.conversations, take_back,
+                           self.tasks, shown=shown, say=say, set_busy=self.set_busy,
+                           refresh_list=self.refresh_list, observers=self.reply_observers)
+        self.versions = Versions(store, view, self.speech, shown=shown, busy=lambda: self.busy, say=say,
+                                 refresh_list=self.refresh_list, redraw_turn=self.turns.show)
+        self.actions = ConversationActions(store, self.conversations, view, self.turns, self.tasks, self, shown=shown,
+                                           say=say, open_conversation=self.open_conversation,
+                                           new_conversation=self.new_conversation)
+
     def _connect(self) -> None:
-        lst, view, composer = self.conversations, self.view, self.composer
-        lst.selected.connect(self._open_found)
+        lst, view, composer, actions = self.conversations, self.view, self.composer, self.actions
+        lst.selected.connect(actions.open_found)
         lst.new_requested.connect(self.new_conversation)
-        lst.search_changed.connect(self._search_changed)
+        lst.search_changed.connect(actions.search_changed)
         lst.search.left.connect(self.focus_composer)
-        lst.rename_requested.connect(self.rename)
-        lst.delete_requested.connect(self.delete)
-        lst.export_requested.connect(self.export)
+        lst.rename_requested.connect(actions.rename)
+        lst.delete_requested.connect(actions.delete)
+        lst.export_requested.connect(actions.export)
         view.edit_requested.connect(self.edit)
         view.regenerate_requested.connect(lambda _i: self.regenerate())
         view.retry_requested.connect(self.retry)
         view.continue_requested.connect(lambda _i: self.continue_reply())
-        view.version_requested.connect(self.show_version)
+        view.version_requested.connect(self.versions.show)
         view.copied.connect(lambda: self.status.emit("Copied to the clipboard"))
         view.earlier_shown.connect(self.speech.refresh)  # Replay on the replies drawn now
         composer.send_requested.connect(self.send)
         composer.refused.connect(self.status)
         composer.stop_requested.connect(self.stop)
-        composer.edit_cancelled.connect(self._cancel_edit)
+        composer.edit_cancelled.connect(self.editing.cancel)
         self.queue_banner.cancel_requested.connect(self.stop)
         self.preset_bar.changed.connect(self._preset_changed)
         self.preset_bar.status.connect(self.status)
@@ -155,21 +181,44 @@ class ChatPage(PageActions, QWidget):
         self.conversations.select(conv.id)
         return True
 
-    def _open_found(self, conv_id: str) -> None:
-        """Open the conversation picked in the list; while searching, at the message the search
-        found (the one its snippet shows), the words marked in every message."""
-        if not self.open_conversation(conv_id):
-            return
-        words = terms(self.conversations.search.text())
-        self.view.highlight(words)
-        index = match_index(self.conv.messages, words) if words else None
-        if index is not None:
-            self.view.reveal(index)
+    def refresh_list(self) -> None:
+        self.actions.refresh_list()
 
-    def _search_changed(self, text: str) -> None:
-        self.refresh_list()
-        if not text.strip():
-            self.view.highlight([])  # the search is over: no words marked
+    def rename_current(self) -> None:
+        self.actions.rename_current()
+
+    def delete_current(self) -> None:
+        self.actions.delete_current()
+
+    def export_current(self) -> None:
+        self.actions.export_current()
+
+    def delete(self, conv_id: str, *, confirmed: bool = False) -> None:
+        self.actions.delete(conv_id, confirmed=confirmed)
+
+    def focus_composer(self) -> None:
+        self.composer.edit.setFocus()
+
+    def focus_search(self) -> None:
+        self.conversations.search.setFocus()
+        self.conversations.search.selectAll()
+
+    def set_supports_images(self, supports: bool) -> None:
+        self.composer.set_supports_images(supports)
+
+    def set_voice(self, voice: Voice | None) -> None:
+        """Speak replies with this voice (None: no voice toggle)."""
+        self.speech.set_voice(voice)
+
+    def set_voice_enabled(self, on: bool) -> None:
+        """Follow settings.voice_enabled changed elsewhere (the settings dialog)."""
+        self.speech.set_enabled(on)
+
+    def toggle_voice(self) -> None:
+        self.speech.toggle()  # Ctrl+Shift+V, the menu bar's Voice item
+
+    def voice_state(self) -> tuple[bool, bool]:
+        return self.speech.state()  # (whether the Voice item can be used, whether it is on)
 
     def stop(self) -> None:
         """Stop the shown conversation's reply (or leave the queue) and its voice; the text is kept."""
@@ -202,14 +251,13 @@ class ChatPage(PageActions, QWidget):
             self.composer.edit.setPlainText(text)  # the text is not lost
             return
         edit = None
-        if self._edit_index is not None:
-            edit = self._branch(self._edit_index, text, paths)
+        if self.editing.index is not None:
+            edit = self.editing.branch(self.conv, text, paths)
             if edit is None:
                 return
         else:
             new = self.conv.id not in self.store
-            self.conv.messages.append(StoredMessage("user", text, images=paths))
-            self.store.save(self.conv)  # the user's message is on disk before the model sees it
+            Reply.ask(self.store, self.conv, StoredMessage("user", text, images=paths))  # on disk first
             self.view.clear_notice()
             self.view.append("user", text, images=paths)
             self._preset_editable(False)
@@ -218,86 +266,19 @@ class ChatPage(PageActions, QWidget):
                 self.conversation_changed.emit(self.conv.id)
         self.turns.start(self.conv, edit=edit)
 
-    def _branch(self, index: int, text: str, paths: list[str]) -> Edit | None:
-        """Sending an edit: a new branch of this conversation at message `index` (the one shown until
-        now is kept, ‹ › on the message goes back to it), saved before the model sees it. None
-        when it could not be (the conversation stays as it was, the text in the box)."""
-        try:
-            edit = branches.edit(self.conv, index, text, paths)
-        except ValueError as exc:  # the message is gone meanwhile: a bug, said, nothing lost
-            self.status.emit(str(exc))
-            self.composer.edit.setPlainText(text)
-            return None
-        try:
-            self.store.save(self.conv)
-        except OSError as exc:
-            branches.undo(self.conv, edit)
-            self.status.emit(f"The edit could not be saved ({exc.strerror or exc}); nothing was sent.")
-            self.composer.edit.setPlainText(text)
-            return None
-        self._cancel_edit()
-        self.composer.end_edit()
-        self.view.clear_notice()
-        self.view.show_from(index, self.conv.messages)
-        self.refresh_list()
-        shown, total = branches.position(self.conv.messages[index])
-        self.status.emit(f"Edited: branch {shown + 1} of {total} of this message (‹ › on it switches)")
-        return edit
+    def edit(self, index: int) -> None:
+        """Put a user message into the composer; sending it branches the conversation there."""
+        if not self.busy and 0 <= index < len(self.conv.messages):
+            self.editing.start(index, self.conv.messages[index].content)
 
     def regenerate(self) -> None:
         """Write the last reply again; the old one comes back if no new reply arrives."""
         msgs = self.conv.messages
         if self.busy or not msgs or msgs[-1].role != "assistant":
             return
-        previous = msgs.pop()
-        self.view.truncate(len(msgs))
+        self.view.truncate(len(msgs) - 1)
         self.view.clear_notice()
-        self.turns.start(self.conv, previous)
-
-    def show_version(self, index: int, to: int) -> None:
-        """Show another kept version (0-based) of the last reply, or another branch of an edited
-        message; the conversation goes on from it."""
-        msgs = self.conv.messages
-        if 0 <= index < len(msgs) and msgs[index].role == "user":
-            self.show_branch(index, to)
-            return
-        if self.busy or index != len(msgs) - 1 or msgs[index].role != "assistant" or not switch(msgs[index], to):
-            return
-        msg, widget = msgs[index], self.view.widget_at(index)
-        if widget is None:
-            return
-        self.speech.silence()
-        self._save_shown()
-        widget.set_text(msg.content)
-        widget.request_id = None  # its own (a version's spoken audio), from its stats
-        widget.set_stats(msg.stats)
-        widget.set_versions(msg.shown, count(msg))
-        widget.set_voice_state(VoiceState.NONE)
-        self.speech.refresh()
-        self.refresh_list()
-        self.status.emit(f"Showing version {msg.shown + 1} of {count(msg)} of the reply")
-
-    def _save_shown(self) -> None:
-        """Save the conversation after the user switched what it shows (a version, a branch)."""
-        try:
-            self.store.save(self.conv)
-        except OSError as exc:
-            self.status.emit(f"Could not save the conversation: {exc.strerror or exc}")
-
-    def show_branch(self, index: int, to: int) -> None:
-        """Show branch `to` (0-based) of the edited user message `index`: the messages after it
-        become that branch's; the next turn continues from them."""
-        if self.busy or not branches.switch(self.conv, index, to):
-            return
-        self.speech.silence()
-        self._save_shown()
-        self.view.clear_notice()
-        self.view.show_from(index, self.conv.messages)
-        self.speech.refresh()
-        self.turns.show()  # a branch that ends with an unanswered message says so
-        self.refresh_list()
-        shown, total = branches.position(self.conv.messages[index])
-        self.status.emit(f"Showing branch {shown + 1} of {total} of the edited message")
+        self.turns.start(self.conv, again=True)
 
     def retry(self) -> None:
         """After a failed, stopped or interrupted turn: ask again."""
@@ -324,3 +305,42 @@ class ChatPage(PageActions, QWidget):
         if busy != self._busy:
             self._busy = busy
             self.busy_changed.emit(busy)
+
+    # ------------------------------------------------------------------ internals
+
+    def _leave(self) -> None:
+        """Before showing another conversation: silence the voice (only the shown conversation's
+        reply is spoken; a reply written meanwhile goes on unheard) and drop an unfinished edit."""
+        self.speech.silence()
+        self.editing.end()
+
+    def _draft(self) -> Conversation:
+        """A new conversation with the preset chosen in the settings (unsaved until it is used)."""
+        preset = self.presets.get(self.settings().system_preset) or self.presets.list()[0]
+        return self.store.new(preset.prompt, preset.id)
+
+    def _show(self) -> None:
+        """Show `self.conv` from the start."""
+        self.view.set_messages(self.conv.messages)
+        self.speech.refresh()  # Replay on the replies whose audio is still kept
+        self._preset_editable(not self.conv.messages)
+        self.turns.show()  # its reply, if one is being written
+
+    def _preset_editable(self, editable: bool) -> None:
+        self.preset_bar.set_conversation(self.conv.preset, self.conv.system_prompt, editable)
+
+    def _preset_changed(self, preset_id: str, prompt: str) -> None:
+        if not self.conv.messages:
+            self.conv.preset, self.conv.system_prompt = preset_id, prompt
+
+    def _given_back(self) -> None:
+        """A refused message is back in the text box (take_back.py)."""
+        self._preset_editable(not self.conv.messages)
+        self.focus_composer()
+        self.refresh_list()
+
+    def _unsaved(self, conv: Conversation) -> None:
+        """A conversation left with no message was deleted again (take_back.py)."""
+        self.refresh_list()
+        if conv is self.conv:
+            self.conversation_changed.emit("")

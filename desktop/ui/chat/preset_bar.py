@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat.presets import PresetStore
-from desktop.ui.chat.style import muted, small_font
+from desktop.ui.style import muted, small_font
 from desktop.ui.plain import plain_tip
 
 

@@ -5,17 +5,15 @@ conversation's full window, and an edit whose branch got no reply (the branch be
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Callable
 
-from desktop.chat.conversations import Conversation
+from desktop.chat.conversations import Conversation, ConversationStore
 from desktop.chat.reply import Reply
 from desktop.chat.reply_limit import WINDOW_ADVICE
+from desktop.ui.chat.editing import Editing
+from desktop.ui.chat.message_view import MessageView
 from desktop.ui.chat.notice import FRIENDLY, in_user_terms, over, too_long
-
-if TYPE_CHECKING:
-    from desktop.ui.chat.page import ChatPage
-    from desktop.ui.chat.turn import Tasks
+from desktop.ui.tasks import Tasks
 
 REFUSED = "context_length_exceeded"  # the worker's refusal of a prompt longer than its window
 
@@ -40,11 +38,15 @@ def window_full(detail: str) -> tuple[str, str]:
 
 
 class TakeBack:
-    """Gives refused messages back to `page`'s text box: at once for the shown conversation, else
-    when that conversation is shown again (`pending`)."""
+    """Gives refused messages back to the text box (`editing`): at once for the shown conversation,
+    else when that conversation is shown again (`pending`). `given()` follows each message given
+    back; `unsaved(conv)` follows a conversation deleted again because nothing is left in it."""
 
-    def __init__(self, page: ChatPage, tasks: Tasks) -> None:
-        self.page, self.tasks = page, tasks
+    def __init__(self, store: ConversationStore, view: MessageView, editing: Editing, tasks: Tasks, *,
+                 say: Callable[[str], None], given: Callable[[], None],
+                 unsaved: Callable[[Conversation], None]) -> None:
+        self.store, self.view, self.editing, self.tasks = store, view, editing, tasks
+        self.say, self.given, self.unsaved = say, given, unsaved
         self._later: dict[str, tuple[Reply, asyncio.Task | None]] = {}
 
     def later(self, reply: Reply, run: asyncio.Task | None) -> None:
@@ -63,15 +65,15 @@ class TakeBack:
         self._later.pop(conv_id, None)
 
     def now(self, reply: Reply, run: asyncio.Task | None) -> None:
-        page, conv = self.page, reply.conv
+        conv = reply.conv
         if reply.undone is not None:
             self._edit(reply)
             return
-        if not conv.messages or conv.messages[-1].role != "user":  # changed meanwhile: nothing to give back
-            return
         detail = reply.error[1] if reply.error else ""
         shown = in_user_terms(detail, conv)  # while the message is still in it
-        message = conv.messages.pop()
+        message = reply.take_back()
+        if message is None:  # changed meanwhile: nothing to give back
+            return
         request = len(conv.system_prompt) + sum(len(m.content) for m in conv.messages) + len(message.content)
         sentence = too_long(detail, len(message.content), request, alone=not conv.messages)
         if sentence is not None:
@@ -81,20 +83,20 @@ class TakeBack:
             head, detail = window_full(detail)
             text = f"{head} It is back in the text box. {WINDOW_ADVICE}"
         if conv.messages:
-            page.store.save(conv)  # a newer version than the reply's last write: it wins on disk
+            self.store.save(conv)  # a newer version than the reply's last write: it wins on disk
         else:  # nothing left: a new conversation again, unsaved (once the reply's write is done)
             conv.title = ""
             self.tasks.spawn(self._unsave(conv, run))
-        page.view.show_from(len(conv.messages), conv.messages)
-        page.view.show_notice(text, detail, error=True, retry=False)
+        self.view.show_from(len(conv.messages), conv.messages)
+        self.view.show_notice(text, detail, error=True, retry=False)
         self._give(message.content, message.images)
-        page.status.emit("The message was not sent: it is too long for the model" if sentence is not None
-                         else "The message was not sent: the conversation is full")
+        self.say("The message was not sent: it is too long for the model" if sentence is not None
+                 else "The message was not sent: the conversation is full")
 
     def _edit(self, reply: Reply) -> None:
         """The engine took the edit back (Reply.undone): the text goes back into the box, still an
         edit of the same message, and the conversation shows what it showed before."""
-        page, conv, edit = self.page, reply.conv, reply.edit
+        conv, edit = reply.conv, reply.edit
         message = reply.undone
         if edit is None or message is None or edit.index >= len(conv.messages):
             return
@@ -106,34 +108,20 @@ class TakeBack:
                 head, detail = window_full(detail)
         else:
             head = FRIENDLY.get(code, "The assistant could not answer.")
-        page.view.show_from(edit.index, conv.messages)
-        page.view.show_notice(f"{head} The edit was not kept; it is back in the text box, and the conversation "
+        self.view.show_from(edit.index, conv.messages)
+        self.view.show_notice(f"{head} The edit was not kept; it is back in the text box, and the conversation "
                               "is as it was.", detail, error=True, retry=False)
         original = conv.messages[edit.index]
         self._give(message.content, [p for p in message.images if p not in original.images], edit=edit.index)
-        page.status.emit("The edit could not be answered: it is back in the text box")
+        self.say("The edit could not be answered: it is back in the text box")
 
     def _give(self, text: str, images: list[str], edit: int | None = None) -> None:
-        page = self.page
-        page._preset_editable(not page.conv.messages)
-        box = page.composer.edit
-        if edit is not None:
-            page._edit_index = edit
-            page.composer.start_edit(text + ("\n\n" + box.toPlainText() if box.toPlainText().strip() else ""))
-        else:
-            box.setPlainText(text + ("\n\n" + box.toPlainText() if box.toPlainText().strip() else ""))
-        if images:
-            page.composer.add_images([(Path(p).name, None, p) for p in images])
-        box.moveCursor(box.textCursor().MoveOperation.End)
-        page.focus_composer()
-        page.refresh_list()
+        self.editing.give_back(text, images, edit)
+        self.given()
 
     async def _unsave(self, conv: Conversation, run: asyncio.Task | None) -> None:
         if run is not None:
             await asyncio.wait([run])  # its task has written the conversation for the last time
-        page = self.page
-        if not conv.messages and conv.id in page.store:
-            page.store.delete(conv.id)
-            page.refresh_list()
-            if conv is page.conv:
-                page.conversation_changed.emit("")
+        if not conv.messages and conv.id in self.store:
+            self.store.delete(conv.id)
+            self.unsaved(conv)

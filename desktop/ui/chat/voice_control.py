@@ -151,6 +151,17 @@ class ChatVoice(QObject):
         elif not on:
             self.silence()
 
+    def toggle(self) -> None:
+        """What Ctrl+Shift+V does (the button's own shortcut; for a menu action); with no sound
+        output it says why the voice stays off."""
+        if self.button.isEnabled():
+            self.button.toggle()
+
+    def state(self) -> tuple[bool, bool]:
+        """(whether the Voice toggle can be used now, whether the voice is on): the menu bar's item."""
+        button = self.button
+        return button.isVisibleTo(self.parent()) and button.isEnabled(), button.isChecked()
+
     def explain_off(self) -> None:
         """Why the voice cannot be turned on, by the button (a few seconds) and in the status bar
         (a click or Ctrl+Shift+V on an unavailable voice)."""

@@ -15,7 +15,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from desktop.recording.reader import Turn
-from desktop.ui.chat.style import blend
+from desktop.ui.style import blend
 from desktop.ui.recordings.format import clock_text
 
 LABEL_W = 84  # the lane's name on the left; time starts after it

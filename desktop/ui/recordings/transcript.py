@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from desktop.recording.reader import Turn
 from desktop.ui.call.transcript import split_heard
-from desktop.ui.chat.style import blend, muted
+from desktop.ui.style import blend, muted
 from desktop.ui.recordings.format import clock_text
 from desktop.ui.recordings.markdown_html import markdown_html, plain_html
 

@@ -1,5 +1,6 @@
-"""Colours and fonts of the chat page, derived from the application palette so that light and
-dark themes both read well (no hard-coded colours; style sheets would skew widget palettes)."""
+"""Colours and fonts of the pages (chat, call, recordings), derived from the application palette so
+that light and dark themes both read well (no hard-coded colours; style sheets would skew widget
+palettes)."""
 
 from __future__ import annotations
 
