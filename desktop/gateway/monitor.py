@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from desktop.errors import REMOTE_UNREACHABLE as UNREACHABLE
 from desktop.protocol import Done, ErrorEvent, Event, SlotInfo, SlotState
@@ -14,6 +14,9 @@ from desktop.protocol import WorkerState, WorkerStatus
 from desktop.protocol.engine import EngineApi
 from desktop.protocol.engine_stats import QueueStats, SlotStats
 from desktop.workers.stats import WorkerCounters
+
+if TYPE_CHECKING:
+    from desktop.gateway.gateway import Gateway
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +83,7 @@ class EngineMonitor:
         self._slots: dict[str, tuple[SlotInfo, ...]] = {}
         self._counters = WorkerCounters()
 
-    def watch(self, gateway: Any) -> None:
+    def watch(self, gateway: Gateway) -> None:
         """Hear the events of `gateway`'s hosts (those it has and those added later)."""
         gateway.event_observers.append(self.observe)
 
