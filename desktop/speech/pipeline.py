@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
 import numpy as np
 
+from desktop.bounded import BoundedDict
 from desktop.speech.segmenter import Segmenter, SegmenterConfig
 from desktop.speech.speech_types import AudioChunk, AudioSink, PipelineDone, PipelineError, Segment, TextDelta, TTSEngine
 from desktop.media.clock import Clock, RealClock
@@ -98,7 +98,7 @@ class Pipeline:
         self._lock = threading.Lock()  # request table and states
         self._feed_lock = threading.Lock()  # a delta's sequence number and its place in the queue
         self._reqs: dict[str, _Req] = {}
-        self._gone: OrderedDict[str, ReqState] = OrderedDict()
+        self._gone: BoundedDict[str, ReqState] = BoundedDict(_GONE_KEPT)
         self._closed = threading.Event()
         self._threads = [threading.Thread(target=self._segment_loop, name="pipeline-segmenter", daemon=True),
                          threading.Thread(target=self._speak_loop, name="pipeline-tts", daemon=True)]
@@ -194,8 +194,6 @@ class Pipeline:
         """Drop the request from the table (caller holds the lock); late text for it is ignored."""
         self._reqs.pop(request_id, None)
         self._gone[request_id] = state
-        while len(self._gone) > _GONE_KEPT:
-            self._gone.popitem(last=False)
 
     def _emit(self, event: object) -> None:
         try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from desktop.bounded import BoundedDict
+
 
 FINISHED_KEPT = 256
 
@@ -24,7 +26,7 @@ class ReplyVoice:
         self.voice, self.enabled, self.on_begin = voice, enabled, on_begin
         self.current: str | None = None  # the reply being spoken
         self._spoken = ""  # the text given to the voice for it
-        self._finished: dict[str, None] = {}  # replies that never speak again (the newest FINISHED_KEPT)
+        self._finished: BoundedDict[str, None] = BoundedDict(FINISHED_KEPT)  # replies that never speak again
         self._followed: list[Any] = []  # Replies followed and not ended
         self._lock = threading.RLock()
 
@@ -103,8 +105,6 @@ class ReplyVoice:
             self.drop(reply.request_id)
 
     def _finish(self, rid: str) -> None:
-        self._finished[rid] = None
-        if len(self._finished) > FINISHED_KEPT:  # a long session: forget the oldest (they are long over)
-            del self._finished[next(iter(self._finished))]
+        self._finished[rid] = None  # a long session forgets the oldest (they are long over)
         if rid == self.current:
             self.current, self._spoken = None, ""

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from desktop.bounded import BoundedDict
 from desktop.speech.heard import SpokenLog
 from desktop.speech.pipeline import AudioChunk, Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig
 from desktop.speech.speech_types import AudioSink, TTSEngine
@@ -49,10 +49,9 @@ class Voice:
         self._commands: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._pipeline: Pipeline | None = None
         self._plays: dict[str, Play] = {}  # sink id -> what is being spoken there
-        self._dead: OrderedDict[str, None] = OrderedDict()  # stopped/failed: queued text is dropped
+        self._dead: BoundedDict[str, None] = BoundedDict(_DEAD_KEPT)  # stopped/failed: queued text is dropped
         self._kept = KeptAudio(keep, keep_s)
-        self._spoken: OrderedDict[str, SpokenLog] = OrderedDict()  # the last `keep` replies' segments
-        self._keep = keep
+        self._spoken: BoundedDict[str, SpokenLog] = BoundedDict(keep)  # the last `keep` replies' segments
         self._replay_gen = 0
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -340,8 +339,6 @@ class Voice:
         spoken = self._spoken.get(rid)
         if spoken is None:
             spoken = self._spoken[rid] = SpokenLog()
-            while len(self._spoken) > self._keep:
-                self._spoken.popitem(last=False)
         return spoken
 
     def _fail(self, rid: str, message: str) -> None:
@@ -357,8 +354,6 @@ class Voice:
 
     def _mark_dead(self, rid: str) -> None:  # lock held
         self._dead[rid] = None
-        if len(self._dead) > _DEAD_KEPT:
-            self._dead.popitem(last=False)
 
     def _emit(self, event: VoiceEvent) -> None:
         for listener in list(self._listeners):
