@@ -20,6 +20,7 @@ from desktop.errors import OmnideskError
 from desktop.gc_policy import settle_heap
 from desktop.model.loader import ModelSpec
 from desktop.settings import Settings, save_settings
+from desktop.tasks import TaskSet
 from desktop.ui.admin.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
 from desktop.ui.placeholder import ComingSoonPage
@@ -78,7 +79,7 @@ class Composition(QObject):
         self.recordings_page: QWidget | None = None  # desktop.ui.recordings.RecordingsPage
         self.recordings: Any = None  # desktop.recording.service.Recordings
         self._boot_task: asyncio.Task | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
         self._lock = asyncio.Lock()
         self._closed = False
         self.api = ApiControl(self._api_engine, self._loading, lambda: live_from_snapshot(self.snapshot()))
@@ -125,10 +126,7 @@ class Composition(QObject):
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         """Run a background task, keeping a strong reference until it ends."""
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._tasks.spawn(coro)
 
     def snapshot(self) -> Snapshot | None:
         if self.gateway is None or self.monitor is None:
@@ -465,9 +463,7 @@ class Composition(QObject):
             if hasattr(self.chat_page, "set_voice"):
                 self.chat_page.set_voice(None)
             self.voice.close()
-        for task in [t for t in self._tasks if t is not asyncio.current_task()]:
-            task.cancel()
-        await asyncio.gather(*self._tasks - {asyncio.current_task()}, return_exceptions=True)
+        await self._tasks.cancel_all()
         if window is not None:
             window.deleteLater()
         self.engine_state.emit("closed")

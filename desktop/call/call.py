@@ -31,6 +31,7 @@ from desktop.media.clock import Clock, RealClock
 from desktop.media.frames import level_db
 from desktop.model.params import SamplingParams
 from desktop.protocol import ChunkEvent, Done, ErrorEvent
+from desktop.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 PRE_ROLL_S = 0.4  # audio kept from before the VAD's speech start (it fires a little late)
@@ -151,7 +152,7 @@ class Call:
         self._collecting = False
         self._pending_end_t: float | None = None
         self._last_level = -1.0
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
         self.speaker = ReplyVoice(voice)  # the reply's text deltas → the voice
         self.ducker = Ducker(getattr(voice, "sink", None), on_false_alarm=getattr(canceller, "false_alarm", None))
 
@@ -171,8 +172,7 @@ class Call:
         await self._settle()
 
     async def _settle(self) -> None:
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._tasks.wait()
 
     @property
     def phase(self) -> CallPhase:
@@ -296,10 +296,8 @@ class Call:
             coro.close()
             return
 
-        def create() -> None:
-            task = loop.create_task(coro)
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        def create() -> None:  # on the loop
+            self._tasks.spawn(coro)
 
         try:
             running = asyncio.get_running_loop()
@@ -393,8 +391,7 @@ class Call:
 
     async def _close(self, reason: str) -> None:
         self.voice.remove_listener(self._on_voice)
-        for task in [t for t in self._tasks if t is not asyncio.current_task()]:
-            await asyncio.gather(task, return_exceptions=True)
+        await self._tasks.settle()
         if self.session_id is not None:
             try:
                 await self.gateway.end_session(self.session_id)
