@@ -210,10 +210,6 @@ def image_part(part: dict[str, Any], what: str) -> ImageData:
     return ImageData.from_bytes(value, what)
 
 
-def is_media(token: int) -> bool:
-    return token < 0
-
-
 def has_media(ids: Sequence[int]) -> bool:
     return any(t < 0 for t in ids)
 
