@@ -21,6 +21,7 @@ from desktop.gc_policy import settle_heap
 from desktop.protocol import WorkerHost
 from desktop.settings import Settings, save_settings
 from desktop.gateway.monitor import EngineMonitor, Snapshot
+from desktop.tasks import TaskSet
 from desktop.ui.main_window import MainWindow
 from desktop.ui.theme import apply_theme
 from desktop.wiring.engine_proxy import EngineProxy
@@ -50,7 +51,7 @@ class Composition(QObject):
         self.window: MainWindow | None = None
         self.settings_dialog: QDialog | None = None
         self._settings_page: str | None = None  # the settings page last looked at (this run)
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
         self._lock = asyncio.Lock()
         self._closed = False
         self.api = ApiControl(self._api_engine, self._loading, lambda: live_from_snapshot(self.snapshot()))
@@ -152,10 +153,7 @@ class Composition(QObject):
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         """Run a background task, keeping a strong reference until it ends."""
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._tasks.spawn(coro)
 
     def snapshot(self) -> Snapshot | None:
         return self.engine.snapshot()
@@ -267,9 +265,7 @@ class Composition(QObject):
         await self.api.close()  # API clients get their answers cut before the engine goes
         await self._stop_engine()
         await self.pages.close()  # the recordings' last lines, then the voice
-        for task in [t for t in self._tasks if t is not asyncio.current_task()]:
-            task.cancel()
-        await asyncio.gather(*self._tasks - {asyncio.current_task()}, return_exceptions=True)
+        await self._tasks.cancel_all()
         if window is not None:
             window.deleteLater()
         self.engine_state.emit("closed")

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
+from desktop.tasks import TaskSet
+
 
 class CallTasks:
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
 
     def bind(self) -> None:
         """The running loop becomes the call's (at its start)."""
@@ -26,9 +28,7 @@ class CallTasks:
             return
 
         def create() -> None:
-            task = loop.create_task(coro)
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks.spawn(coro)
 
         try:
             running = asyncio.get_running_loop()
@@ -47,10 +47,8 @@ class CallTasks:
 
     async def settle(self) -> None:
         """Until no task is left (a task may start others)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._tasks.wait()
 
     async def wait_others(self) -> None:
         """Await every task but the current one, one at a time (the call is closing)."""
-        for task in [t for t in self._tasks if t is not asyncio.current_task()]:
-            await asyncio.gather(task, return_exceptions=True)
+        await self._tasks.settle()

@@ -43,10 +43,6 @@ class ImageStore:
             write_atomic(path, image.data)
         return path
 
-    def add_file(self, source: Path | str) -> Path:
-        """Copy an image file in (checked: InvalidRequest says why one is refused)."""
-        return self.add(read_image(source))
-
     def own(self, path: Path | str) -> Path | None:
         """Where a stored image of this name lives in this store (a conversation saved before the
         data folder moved still finds its images), or None when `path` is not one of its names."""

@@ -5,9 +5,9 @@ loaded". A small bounded map, Qt-free, owned by the gateway."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Iterable
 
+from desktop.bounded import BoundedDict
 from desktop.gateway.health import UNREACHABLE
 from desktop.protocol import SlotInfo, WorkerState, WorkerStatus
 from desktop.protocol.reasons import moved
@@ -38,8 +38,7 @@ class Departures:
     def __init__(self, limit: int = LIMIT) -> None:
         if limit < 1:
             raise ValueError(f"limit must be ≥ 1 (got {limit}).")
-        self._limit = limit
-        self._where: OrderedDict[bytes, tuple[str, str]] = OrderedDict()
+        self._where: BoundedDict[bytes, tuple[str, str]] = BoundedDict(limit)
 
     def __len__(self) -> int:
         return len(self._where)
@@ -52,8 +51,6 @@ class Departures:
             for h in slot.hashes[1:]:
                 self._where.pop(h, None)
                 self._where[h] = (worker_id, why)
-        while len(self._where) > self._limit:
-            self._where.popitem(last=False)
 
     def take(self, history: bytes, worker_id: str) -> str | None:
         """A chat with this history was served by `worker_id`: forget where it was cached (the

@@ -3,8 +3,7 @@ why an id is no longer usable (ended, or its worker crashed), for a clear error 
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
+from desktop.bounded import BoundedDict
 from desktop.errors import UnknownSession, WorkerCrashed
 
 
@@ -13,8 +12,7 @@ class SessionTable:
 
     def __init__(self, remember: int = 1024) -> None:
         self._open: dict[str, str] = {}
-        self._gone: OrderedDict[str, tuple[str, str]] = OrderedDict()  # id → (message, code)
-        self._remember = remember
+        self._gone: BoundedDict[str, tuple[str, str]] = BoundedDict(remember)  # id → (message, code)
 
     def __len__(self) -> int:
         return len(self._open)
@@ -55,5 +53,3 @@ class SessionTable:
     def _close(self, session_id: str, message: str, code: str) -> None:
         del self._open[session_id]
         self._gone[session_id] = (message, code)
-        while len(self._gone) > self._remember:
-            self._gone.popitem(last=False)

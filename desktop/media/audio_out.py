@@ -6,11 +6,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from desktop.bounded import BoundedDict
 from desktop.media.clock import Clock, RealClock
 from desktop.media.devices import (NO_OUTPUT, AudioUnavailable, find_output, import_sounddevice, reindex,
                                    stream_closed, stream_opened)
@@ -94,8 +95,8 @@ class BufferedSink:
                                     pre_roll_ms=pre_roll_ms, high_water_ms=high_water_ms)  # fmt: skip
         self._lock = threading.Lock()  # serialises writers only; the callback never takes it
         self._resamplers: dict[str, tuple[int, Any]] = {}
-        self._segments: OrderedDict[str, list[int]] = OrderedDict()  # rid -> [start, end] positions
-        self._flushed: OrderedDict[str, None] = OrderedDict()
+        self._segments: BoundedDict[str, list[int]] = BoundedDict(_KEEP)  # rid -> [start, end] positions
+        self._flushed: BoundedDict[str, None] = BoundedDict(_KEEP)
         self._watch: tuple[tuple[str, int], ...] = ()  # writer-owned: (rid, start) awaiting sound
         self._first_audio: dict[str, float] = {}  # written by the callback
         self._last_first_audio: float | None = None
@@ -153,7 +154,6 @@ class BufferedSink:
             r = self._jitter.read_pos
             rids = list(self._segments) if request_id is None else [request_id]
             for rid in rids:
-                self._flushed[rid] = None
                 self._resamplers.pop(rid, None)
                 seg = self._segments.get(rid)
                 if seg is not None:
@@ -162,8 +162,7 @@ class BufferedSink:
                     seg[1] = min(seg[1], max(seg[0], r))  # freezes heard_s
             if request_id is None:
                 self._jitter.flush()
-            while len(self._flushed) > _KEEP:
-                self._flushed.popitem(last=False)
+            self._flushed.update(dict.fromkeys(rids))
             self._watch = tuple(w for w in self._watch if w[0] not in self._flushed)
 
     def close(self) -> None:
@@ -242,8 +241,6 @@ class BufferedSink:
             time.sleep(min(0.005, self.block_frames / self.device_rate / 2))
 
     def _prune(self) -> None:
-        while len(self._segments) > _KEEP:
-            self._segments.popitem(last=False)
         self._watch = tuple(w for w in self._watch if w[0] not in self._first_audio)
         for rid in list(self._first_audio)[:-_KEEP]:
             del self._first_audio[rid]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -35,24 +34,6 @@ class Frames:
     def audio(self) -> np.ndarray:
         """The frames as one 1-D signal (gaps from overflows are not filled)."""
         return self.samples.reshape(-1)
-
-
-class MicSource(Protocol):
-    """What a consumer (echo canceller, VAD, level meter) reads from, real or fake."""
-
-    sample_rate: int
-    frame_samples: int
-
-    def start(self) -> None: ...
-
-    def read(self, max_frames: int | None = None, timeout: float = 0.0) -> Frames:
-        """Whole frames not read yet, oldest first; waits up to `timeout` real seconds for one."""
-
-    @property
-    def overflows(self) -> int:
-        """Frames lost because the reader fell behind (plus device overflows where known)."""
-
-    def close(self) -> None: ...
 
 
 class FrameRing:

@@ -128,11 +128,6 @@ class SileroVAD:
         speech): a caller may duck playback on it before SpeechStart is confirmed."""
         return self.prob >= (self.config.off_threshold if self.in_speech else self.config.threshold)
 
-    @property
-    def last_voiced_t(self) -> float:
-        """Clock time just after the latest voiced chunk of the current (or last) speech."""
-        return self._last_voiced
-
     def process(self, samples: np.ndarray, t: float) -> list[VadEvent]:
         """Take 16 kHz mono samples whose first one was captured at clock time `t`."""
         samples = np.asarray(samples, np.float32).reshape(-1)

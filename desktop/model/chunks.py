@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Hashable
 
+from desktop.bounded import BoundedDict
 from desktop.errors import InvalidRequest
 
 MEMO_UNITS = 8_000_000  # characters + ids the chunk memo may hold (≈ 40 MB at worst)
@@ -34,48 +34,39 @@ class ChunkMemo:
     tokenizer stage fills it, the worker loop reads it."""
 
     def __init__(self, max_units: int = MEMO_UNITS, max_verdicts: int = VERDICTS) -> None:
-        self.max_units, self.max_verdicts = max_units, max_verdicts
-        self._chunks: OrderedDict[Hashable, Chunk] = OrderedDict()
-        self._verdicts: OrderedDict[bytes, bool] = OrderedDict()
-        self._units = 0
+        self._chunks: BoundedDict[Hashable, Chunk] = BoundedDict(max_size=max_units, size=lambda c: c.units, lru=True)
+        self._verdicts: BoundedDict[bytes, bool] = BoundedDict(max_verdicts, lru=True)
         self._lock = threading.Lock()
+
+    @property
+    def max_units(self) -> int:
+        return int(self._chunks.max_size or 0)
+
+    @max_units.setter
+    def max_units(self, value: int) -> None:
+        self._chunks.max_size = value
 
     def get(self, key: Hashable) -> Chunk | None:
         with self._lock:
-            chunk = self._chunks.get(key)
-            if chunk is not None:
-                self._chunks.move_to_end(key)
-            return chunk
+            return self._chunks.get(key)
 
     def put(self, key: Hashable, chunk: Chunk) -> None:
         if chunk.units > self.max_units // 2:
             return  # larger than any request may be: not worth evicting everything else
         with self._lock:
-            old = self._chunks.pop(key, None)
-            self._units -= old.units if old else 0
             self._chunks[key] = chunk
-            self._units += chunk.units
-            while self._units > self.max_units:
-                _, dropped = self._chunks.popitem(last=False)
-                self._units -= dropped.units
 
     def verdict(self, key: bytes) -> bool | None:
         with self._lock:
-            value = self._verdicts.get(key)
-            if value is not None:
-                self._verdicts.move_to_end(key)
-            return value
+            return self._verdicts.get(key)
 
     def set_verdict(self, key: bytes, value: bool) -> None:
         with self._lock:
             self._verdicts[key] = value
-            self._verdicts.move_to_end(key)
-            while len(self._verdicts) > self.max_verdicts:
-                self._verdicts.popitem(last=False)
 
     @property
     def units(self) -> int:
-        return self._units
+        return int(self._chunks.total)
 
 
 class ControlTokens:

@@ -18,11 +18,11 @@ import re
 import stat
 import threading
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from desktop.bounded import BoundedDict
 from desktop.errors import InvalidRequest
 
 MAX_IMAGE_BYTES = 20 * 2**20  # per image, as sent (a phone photo is 3-8 MB)
@@ -138,7 +138,8 @@ def _bomb_pixels(exc: Exception) -> str:
 
 
 READ_CACHE_BYTES = 128 * 2**20  # checked image files kept by (path, size, mtime): history re-sent each turn
-_read_cache: "OrderedDict[tuple[str, int, int], ImageData]" = OrderedDict()
+_read_cache: BoundedDict[tuple[str, int, int], ImageData] = BoundedDict(
+    max_size=READ_CACHE_BYTES, size=lambda image: len(image.data), lru=True)
 _read_lock = threading.Lock()
 
 
@@ -156,7 +157,6 @@ def read_image(path: str | Path, what: str = "The image") -> ImageData:
         with _read_lock:
             hit = _read_cache.get(key)
             if hit is not None:
-                _read_cache.move_to_end(key)
                 return hit
         if st.st_size > MAX_IMAGE_BYTES:
             raise InvalidRequest(f"{named} is {st.st_size / 2**20:.1f} MB; the limit is {MAX_IMAGE_BYTES // 2**20} MB per image.")
@@ -168,8 +168,6 @@ def read_image(path: str | Path, what: str = "The image") -> ImageData:
     image = ImageData.from_bytes(data, named)
     with _read_lock:
         _read_cache[key] = image
-        while sum(len(i.data) for i in _read_cache.values()) > READ_CACHE_BYTES:
-            _read_cache.popitem(last=False)
     return image
 
 
@@ -210,10 +208,6 @@ def image_part(part: dict[str, Any], what: str) -> ImageData:
     if value is None:
         raise InvalidRequest(f"{what} has no image bytes.")
     return ImageData.from_bytes(value, what)
-
-
-def is_media(token: int) -> bool:
-    return token < 0
 
 
 def has_media(ids: Sequence[int]) -> bool:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from desktop.bounded import BoundedDict
 from desktop.errors import InvalidRequest, ModelLoadError
 from desktop.model.images import ImageData
 from desktop.model.mrope import Grid, RopeTrack
@@ -50,7 +50,7 @@ class Vision:
         """`merge`: for an M-RoPE model, the patches merged per side into one position (else None)."""
         self.processor, self.placeholder_id, self.image_token, self.name = processor, placeholder_id, image_token, name
         self.merge = merge
-        self._cache: OrderedDict[bytes, Prepared] = OrderedDict()
+        self._cache: BoundedDict[bytes, Prepared] = BoundedDict(PREPARED, lru=True)
         self._lock = threading.Lock()
         self._probe()
 
@@ -131,7 +131,6 @@ class Vision:
         with self._lock:
             hit = self._cache.get(image.sha256)
             if hit is not None:
-                self._cache.move_to_end(image.sha256)
                 return hit
         try:
             out = self.processor(text=self.image_token, images=[image.pil()], return_tensors="pt", add_special_tokens=False)
@@ -144,8 +143,6 @@ class Vision:
         prepared = Prepared(ids, tensors)
         with self._lock:
             self._cache[image.sha256] = prepared
-            while len(self._cache) > PREPARED:
-                self._cache.popitem(last=False)
         return prepared
 
     def expand(self, ids: Sequence[int], images: Sequence[ImageData]) -> list[int]:

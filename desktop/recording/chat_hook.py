@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from desktop.bounded import BoundedDict
 from desktop.recording.writer import SessionRecorder
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,8 @@ class ChatRecording:
         self.open_session, self.enabled, self.clock, self.idle_close_s = open_session, enabled, clock, idle_close_s
         self.voice = voice
         self.sessions: dict[str, _Open] = {}
-        self.spoken: dict[str, tuple[SessionRecorder, int]] = {}  # request id → (recorder, turn) of a reply
+        # request id → (recorder, turn) of a reply; only the last replies can still be playing
+        self.spoken: BoundedDict[str, tuple[SessionRecorder, int]] = BoundedDict(64)
         self._heard: tuple[Any, Callable[[Any], None]] | None = None  # the Voice listened to, and how
         self._lock = threading.Lock()  # `spoken`: the loop adds, the voice's thread takes
 
@@ -106,8 +108,6 @@ class ChatRecording:
         if rid:
             with self._lock:
                 self.spoken[rid] = (recorder, turn)
-                while len(self.spoken) > 64:  # only the last replies can still be playing
-                    self.spoken.pop(next(iter(self.spoken)))
 
     def _listen_to_voice(self) -> None:
         """Listen to the chat's current Voice (a new one comes with new audio settings); the one

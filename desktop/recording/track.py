@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from desktop.bounded import BoundedDict
 
 log = logging.getLogger(__name__)
 _CACHE = 32  # decoded chunks kept (≈1–2 s each)
@@ -32,7 +33,7 @@ class Track:
         self.chunks = sorted(chunks, key=lambda c: c.start)
         self._starts = [int(round(c.start * self.rate)) for c in self.chunks]
         self._longest = max((int(np.ceil(c.duration * self.rate)) + 1 for c in self.chunks), default=0)
-        self._cache: OrderedDict[Path, np.ndarray] = OrderedDict()
+        self._cache: BoundedDict[Path, np.ndarray] = BoundedDict(_CACHE, lru=True)
         self._peaks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     @property
@@ -89,7 +90,6 @@ class Track:
     def _decode(self, chunk: Chunk, *, keep: bool = True) -> np.ndarray:
         data = self._cache.get(chunk.path)
         if data is not None:
-            self._cache.move_to_end(chunk.path)
             return data
         import soundfile
 
@@ -106,6 +106,4 @@ class Track:
         data = np.ascontiguousarray(data, dtype=np.float32)
         if keep:
             self._cache[chunk.path] = data
-            while len(self._cache) > _CACHE:
-                self._cache.popitem(last=False)
         return data

@@ -5,8 +5,9 @@ same registry (the Voice owns it), so a reply over for one of them is over for a
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from enum import IntEnum
+
+from desktop.bounded import BoundedDict
 
 KEEP = 4096  # replies remembered (the oldest are long over: late text for them cannot come)
 
@@ -28,16 +29,14 @@ class FinishedReplies:
             raise ValueError(f"keep must be at least 1, not {keep}")
         self.keep = keep
         self._lock = threading.Lock()
-        self._over: OrderedDict[str, Over] = OrderedDict()
+        self._over: BoundedDict[str, Over] = BoundedDict(keep)
 
     def mark(self, request_id: str, how: Over) -> None:
         """The reply is over `how` far (a weaker mark than it has is ignored)."""
         with self._lock:
             if self._over.get(request_id, 0) < how:
+                self._over.pop(request_id, None)  # a stronger mark makes it the newest
                 self._over[request_id] = how
-                self._over.move_to_end(request_id)
-            while len(self._over) > self.keep:
-                self._over.popitem(last=False)
 
     def at_least(self, request_id: str, how: Over) -> bool:
         """Whether the reply is over at least `how` far."""

@@ -7,8 +7,9 @@ by the share of its audio played, rounded down to whole words."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
+
+from desktop.bounded import BoundedDict
 
 
 @dataclass(slots=True)
@@ -63,7 +64,7 @@ class SpokenLogs:
     def __init__(self, keep: int) -> None:
         self.keep = keep
         self._lock = threading.Lock()
-        self._logs: OrderedDict[str, SpokenLog] = OrderedDict()
+        self._logs: BoundedDict[str, SpokenLog] = BoundedDict(keep)
 
     def add_segment(self, request_id: str, sequence: int, text: str) -> None:
         with self._lock:
@@ -83,8 +84,6 @@ class SpokenLogs:
         log = self._logs.get(request_id)
         if log is None:
             log = self._logs[request_id] = SpokenLog()
-            while len(self._logs) > self.keep:
-                self._logs.popitem(last=False)
         return log
 
 

@@ -4,11 +4,12 @@ Replay within a count and a duration (as int16: half the memory)."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
+
+from desktop.bounded import BoundedDict
 
 KEEP_REPLIES = 50  # replies whose audio is kept for Replay
 KEEP_SECONDS = 20 * 60.0  # and at most this much audio in all (~53 MB at 22 kHz)
@@ -45,10 +46,9 @@ class KeptAudio:
     def __init__(self, keep: int = KEEP_REPLIES, keep_s: float = KEEP_SECONDS) -> None:
         if keep < 1:
             raise ValueError(f"keep must be at least 1, not {keep}")
-        self.keep, self.keep_s = keep, keep_s
         self._lock = threading.Lock()
-        self._kept: OrderedDict[str, _Kept] = OrderedDict()
-        self._seconds = 0.0
+        self._kept: BoundedDict[str, _Kept] = BoundedDict(
+            keep, max_size=keep_s, size=lambda kept: kept.samples / kept.rate, keep_newest=1)
 
     def add(self, request_id: str, samples: np.ndarray, rate: int) -> None:
         """Append float32 samples in [-1, 1] to the reply's audio."""
@@ -61,10 +61,7 @@ class KeptAudio:
                 return  # one reply, one engine: cannot happen short of a bug
             kept.chunks.append(pcm)
             kept.samples += pcm.size
-            self._seconds += pcm.size / rate
-            while len(self._kept) > 1 and (len(self._kept) > self.keep or self._seconds > self.keep_s):
-                _, old = self._kept.popitem(last=False)
-                self._seconds -= old.samples / old.rate
+            self._kept.grew(pcm.size / rate)
 
     def get(self, request_id: str) -> tuple[np.ndarray, int] | None:
         """(float32 mono samples, rate), or None when nothing of this reply is kept."""
@@ -87,4 +84,4 @@ class KeptAudio:
 
     @property
     def seconds(self) -> float:
-        return self._seconds
+        return float(self._kept.total)

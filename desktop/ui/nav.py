@@ -56,11 +56,6 @@ class NavBar(QListWidget):
         """Show `key` as the current page (emits page_selected if it changes)."""
         self.setCurrentRow(KEYS.index(key))
 
-    @property
-    def current_key(self) -> str:
-        item = self.currentItem()
-        return item.data(Qt.ItemDataRole.UserRole) if item is not None else KEYS[0]
-
     def keyboardSearch(self, search: str) -> None:
         """No type-ahead: a letter typed here must not switch the page behind the user's back
         (arrow keys, clicks and the Ctrl+1… shortcuts do)."""

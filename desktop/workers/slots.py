@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from desktop.bounded import BoundedDict
 from desktop.protocol import SlotInfo, SlotState
 from desktop.errors import BusyError, ContextOverflow
 from desktop.model.images import Span, has_media, image_spans
@@ -105,7 +105,7 @@ class SlotTable:
         self.footprint = footprint or PerToken(self.bytes_per_token)
         self.budget_bytes = budget_bytes
         self.clock = clock
-        self.evicted: OrderedDict[bytes, None] = OrderedDict()  # hashes of evicted branches (miss reasons)
+        self.evicted: BoundedDict[bytes, None] = BoundedDict(4096)  # hashes of evicted branches (miss reasons)
 
     def find_by_hash(self, hashes: Sequence[bytes]) -> tuple[Slot, int] | None:
         """The evictable slot holding the longest message prefix of the request (k ≥ 1 messages)."""
@@ -156,10 +156,7 @@ class SlotTable:
         self._gone(slot.hashes[bisect.bisect_right(slot.bounds, keep):])
 
     def _gone(self, hashes: Sequence[bytes]) -> None:
-        for h in hashes:
-            self.evicted[h] = None
-        while len(self.evicted) > 4096:
-            self.evicted.popitem(last=False)
+        self.evicted.update(dict.fromkeys(hashes))
 
     def used_bytes(self) -> int:
         """KV bytes the runner allocates for what the slots hold and have reserved."""

@@ -5,16 +5,16 @@ request's own chunked prefill)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Sequence
+
+from desktop.bounded import BoundedDict
 
 
 class SystemPromptCache:
     """Maps the token ids of a rendered system message to the saved K/V of exactly those ids."""
 
     def __init__(self, max_entries: int = 4) -> None:
-        self.max_entries = max_entries
-        self.entries: OrderedDict[tuple[int, ...], tuple[Any, int]] = OrderedDict()
+        self.entries: BoundedDict[tuple[int, ...], tuple[Any, int]] = BoundedDict(max_entries, lru=True)
         self.builds = 0
 
     def has(self, ids: Sequence[int]) -> bool:
@@ -25,16 +25,11 @@ class SystemPromptCache:
         the least recently used entry goes beyond `max_entries`."""
         key = tuple(ids)
         self.entries[key] = (saved, nbytes)
-        self.entries.move_to_end(key)
         self.builds += 1
-        while len(self.entries) > self.max_entries:
-            self.entries.popitem(last=False)
 
     def get(self, ids: Sequence[int]) -> Any:
         """The saved K/V of `ids` (KeyError if absent); it becomes the most recently used."""
-        key = tuple(ids)
-        self.entries.move_to_end(key)
-        return self.entries[key][0]
+        return self.entries[tuple(ids)][0]
 
     def nbytes(self) -> int:
         return sum(n for _, n in self.entries.values())

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.errors import OmnideskError
+from desktop.tasks import TaskSet
 from desktop.ui.admin.counters import CountersRow
 from desktop.gateway.monitor import Snapshot
 from desktop.ui.admin.queue_model import QueueModel
@@ -37,7 +38,7 @@ class AdminPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("adminPanel")
         self._cancel = cancel
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
         self.workers, self.slots, self.queue = WorkersModel(self), SlotsModel(self), QueueModel(self)
         self.counters = CountersRow()
         self.workers_view = _table(self.workers)
@@ -127,10 +128,7 @@ class AdminPanel(QWidget):
     def cancel_request(self, request_id: str) -> asyncio.Task | None:
         if self._cancel is None:
             return None
-        task = asyncio.ensure_future(self._do_cancel(request_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._tasks.spawn(self._do_cancel(request_id))
 
     async def _do_cancel(self, request_id: str) -> None:
         try:

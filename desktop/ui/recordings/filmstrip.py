@@ -3,13 +3,13 @@ time (the frame shown at the slot's middle), decoded once and kept; click to see
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from pathlib import Path
 
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QImage, QPainter, QPalette
 from PySide6.QtWidgets import QWidget
 
+from desktop.bounded import BoundedDict
 from desktop.recording.reader import Frame
 from desktop.ui.recordings.lanes import TimeLane
 
@@ -27,7 +27,7 @@ class FilmStrip(TimeLane):
         super().__init__("Camera", THUMB_H + 8, parent)
         self.frames: list[Frame] = []
         self._times: list[float] = []
-        self._thumbs: OrderedDict[Path, QImage] = OrderedDict()
+        self._thumbs: BoundedDict[Path, QImage] = BoundedDict(_KEEP)
 
     def set_frames(self, frames: list[Frame]) -> None:
         self.frames = frames
@@ -42,8 +42,6 @@ class FilmStrip(TimeLane):
             if not image.isNull():
                 image = image.scaledToHeight(THUMB_H, Qt.TransformationMode.SmoothTransformation)
             self._thumbs[path] = image
-            while len(self._thumbs) > _KEEP:
-                self._thumbs.popitem(last=False)
         return image
 
     def slots(self) -> list[tuple[QRectF, Frame]]:

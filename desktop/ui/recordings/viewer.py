@@ -283,9 +283,6 @@ class Viewer(QWidget):
     def position(self) -> float:
         return self.player.position
 
-    def current_turn(self) -> int | None:
-        return self.recording.turn_at(self.player.position) if self.recording else None
-
     def _show_position(self, t: float) -> None:
         rec = self.recording
         if rec is None:
