@@ -26,7 +26,7 @@ from desktop.ui.call.notice import CallNotice
 from desktop.ui.call.ptt import PushToTalk
 from desktop.ui.call.transcript import TranscriptView, empty_hint
 from desktop.ui.style import muted
-from desktop.ui.tasks import Tasks
+from desktop.tasks import TaskSet
 
 StartCall = Callable[[CallMode], Awaitable[Call]]
 MicStatus = Callable[[], "str | None"]
@@ -54,7 +54,7 @@ class CallPage(QWidget):
         self.call: Any = None  # a Call (or a test's fake) while one runs
         self.phase: CallPhase | None = None
         self.stage = Stage.IDLE
-        self.tasks = Tasks()
+        self.tasks = TaskSet(report_errors=True)
         self.mic_problem: str | None = mic_status()
         self._told_no_mic = False  # the notice says why Ctrl+Enter started no call
         self._cancel_start = False

@@ -15,7 +15,7 @@ from desktop.ui.chat import dialogs
 from desktop.ui.chat.conversation_list import ConversationList
 from desktop.ui.chat.message_view import MessageView
 from desktop.ui.chat.turn import Turns
-from desktop.ui.tasks import Tasks
+from desktop.tasks import TaskSet
 
 
 class ConversationActions:
@@ -23,7 +23,7 @@ class ConversationActions:
     `new_conversation()` show another one in place of a deleted one; `parent` owns the dialogs."""
 
     def __init__(self, store: ConversationStore, rows: ConversationList, view: MessageView, turns: Turns,
-                 tasks: Tasks, parent: QWidget, *, shown: Callable[[], Conversation], say: Callable[[str], None],
+                 tasks: TaskSet, parent: QWidget, *, shown: Callable[[], Conversation], say: Callable[[str], None],
                  open_conversation: Callable[[str], bool], new_conversation: Callable[[], None]) -> None:
         self.store, self.rows, self.view, self.turns, self.tasks = store, rows, view, turns, tasks
         self.parent = parent

@@ -29,7 +29,7 @@ from desktop.ui.chat.take_back import TakeBack
 from desktop.ui.chat.turn import Turns
 from desktop.ui.chat.versions import Versions
 from desktop.ui.chat.voice_control import ChatVoice
-from desktop.ui.tasks import Tasks
+from desktop.tasks import TaskSet
 
 
 def lay_out(conversations: QWidget, preset_bar: QWidget, view: QWidget, banner: QWidget,
@@ -104,7 +104,7 @@ class ChatPage(QWidget):
         def new_reply(conv: Conversation, **how: Any) -> Reply:  # with the gateway and settings of now
             return Reply(self.gateway, store, conv, self.settings().sampling(), **how)
 
-        self.tasks = Tasks()
+        self.tasks = TaskSet(report_errors=True)
         self.editing = Editing(self.composer, store, view, say=say, refresh_list=self.refresh_list)
         take_back = TakeBack(store, view, self.editing, self.tasks, say=say, given=self._given_back,
                              unsaved=self._unsaved)

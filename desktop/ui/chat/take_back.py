@@ -13,7 +13,7 @@ from desktop.chat.reply_limit import WINDOW_ADVICE
 from desktop.ui.chat.editing import Editing
 from desktop.ui.chat.message_view import MessageView
 from desktop.ui.chat.notice import FRIENDLY, in_user_terms, over, too_long
-from desktop.ui.tasks import Tasks
+from desktop.tasks import TaskSet
 
 REFUSED = "context_length_exceeded"  # the worker's refusal of a prompt longer than its window
 
@@ -42,7 +42,7 @@ class TakeBack:
     else when that conversation is shown again (`pending`). `given()` follows each message given
     back; `unsaved(conv)` follows a conversation deleted again because nothing is left in it."""
 
-    def __init__(self, store: ConversationStore, view: MessageView, editing: Editing, tasks: Tasks, *,
+    def __init__(self, store: ConversationStore, view: MessageView, editing: Editing, tasks: TaskSet, *,
                  say: Callable[[str], None], given: Callable[[], None],
                  unsaved: Callable[[Conversation], None]) -> None:
         self.store, self.view, self.editing, self.tasks = store, view, editing, tasks

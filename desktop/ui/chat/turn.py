@@ -20,7 +20,7 @@ from desktop.ui.chat.message_widget import THINKING, MessageWidget
 from desktop.ui.chat.notice import UNANSWERED, QueueBanner, eta_text, friendly, in_user_terms
 from desktop.ui.chat.take_back import TakeBack, wanted
 from desktop.ui.chat.voice_control import ChatVoice
-from desktop.ui.tasks import Tasks
+from desktop.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 REPLYING = "Replying…"  # a replying conversation's line in the list
@@ -50,7 +50,7 @@ class Turns:
 
     def __init__(self, new_reply: Callable[..., Reply], store: ConversationStore, view: MessageView,
                  banner: QueueBanner, speech: ChatVoice, rows: ConversationList, take_back: TakeBack,
-                 tasks: Tasks, *, shown: Callable[[], Conversation], say: Callable[[str], None],
+                 tasks: TaskSet, *, shown: Callable[[], Conversation], say: Callable[[str], None],
                  set_busy: Callable[[bool], None], refresh_list: Callable[[], None],
                  observers: list[Callable[[Any], None]]) -> None:
         self.new_reply, self.store, self.view, self.banner = new_reply, store, view, banner
