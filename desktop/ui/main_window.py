@@ -6,16 +6,15 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QMainWindow, QMessageBox, QStackedWidget, QVBoxLayout, QWidget
 
-from desktop import __version__
-from desktop.logs import log_dir
 from desktop.settings import Settings
 from desktop.ui.admin.format import loading_fraction
 from desktop.gateway.monitor import Snapshot
 from desktop.ui.admin.panel import AdminPanel, Cancel
+from desktop.ui.help_boxes import about_box, open_log_folder
 from desktop.ui.icons import app_icon
 from desktop.ui.loading_banner import LoadingBanner
 from desktop.ui.nav import KEYS, NavBar
@@ -279,34 +278,11 @@ class MainWindow(QMainWindow):
         return dialog
 
     def open_log_folder(self) -> QMessageBox | None:
-        """Show the log folder in the file manager; when that cannot be done, say where it is (the
-        path selectable, with a Copy button). Returns that message box, if one was needed."""
-        folder = log_dir()
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            log.warning("Cannot create the log folder %s: %s", folder, exc)
-        if folder.is_dir() and QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
-            return None
-        log.warning("Could not open the log folder %s with the desktop's file manager", folder)
-        box = QMessageBox(QMessageBox.Icon.Information, "Log folder",
-                          f"The log folder could not be shown in a file manager. It is here:\n\n{folder}",
-                          QMessageBox.StandardButton.Close, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        copy = box.addButton("Copy path", QMessageBox.ButtonRole.ActionRole)
-        copy.clicked.connect(lambda: (QGuiApplication.clipboard().setText(str(folder)),
-                                      self.show_message(f"Copied {folder}")))
-        box.finished.connect(box.deleteLater)
-        box.open()
-        return box
+        """Show the log folder in the file manager, or a box saying where it is (returned)."""
+        return open_log_folder(self, self.show_message)
 
     def show_about(self) -> None:
-        box = QMessageBox(QMessageBox.Icon.Information, "About Omnidesk",
-                          f"<b>Omnidesk {__version__}</b><br>A private assistant that runs on your own computer. "
-                          "Conversations and their cache stay on this machine.", QMessageBox.StandardButton.Ok, self)
-        box.finished.connect(box.deleteLater)
-        box.open()
+        about_box(self).open()
 
     # ------------------------------------------------------------------ state and closing
 
