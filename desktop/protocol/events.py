@@ -85,7 +85,7 @@ class PrefillProgress:
     """A long prompt is being read: `done` of `total` prompt tokens are in the KV (`cached` of them
     were reused, not computed), after `elapsed_ms` of prefill. Sent after a prefill chunk that
     leaves more to do, at most a few times a second; short prompts send none. The time left is
-    worked out from two reports (engine/reply.prefill_left)."""
+    worked out from two reports (chat/reply.prefill_left)."""
 
     request_id: str
     done: int

@@ -1,4 +1,4 @@
-"""Reads one recording folder (format v1, see docs/ARCHITECTURE.md "Recordings") without Qt: meta,
+"""Reads one recording folder (format v1, see docs/notes/recordings.md) without Qt: meta,
 timeline events, both audio tracks, frames and per-turn summaries. Opens crashed recordings too."""
 
 from __future__ import annotations
