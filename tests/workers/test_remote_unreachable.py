@@ -21,14 +21,17 @@ from desktop.workers.remote.probe import check_health
 from desktop.workers.remote.spec import RemoteSpec
 
 
-def closed_port() -> int:
+@pytest.fixture
+def closed_url():
+    """A port bound here and never listened on: connections to it are refused, and no server of
+    another test can take it meanwhile (a freed port was once taken, and the 'server' came up)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again: nothing listens there
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
-def test_an_unreachable_server_says_how_often_it_is_checked_truly_and_warns_once(caplog):
-    url = f"http://127.0.0.1:{closed_port()}"
+def test_an_unreachable_server_says_how_often_it_is_checked_truly_and_warns_once(caplog, closed_url):
+    url = closed_url
     seen: list = []
     caplog.set_level(logging.WARNING, logger="desktop.workers.remote.host")
     host = RemoteHost("r0", RemoteSpec(url), backoff=(0.05, 0.4), timeout_s=1.0)
