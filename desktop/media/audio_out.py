@@ -42,6 +42,19 @@ class PlayedAudio(Protocol):
         only copy); returns the untap."""
 
 
+class AudioOut(Protocol):
+    """Playing one's own audio under one's own request ids, and nothing else: what the Voice lends
+    the recordings player (`Voice.lend`). Volume, ducking, taps and what was heard stay the Voice's."""
+
+    def start(self) -> None: ...
+
+    def write(self, request_id: str, samples: np.ndarray, sample_rate: int) -> None: ...
+
+    def end(self, request_id: str) -> None: ...
+
+    def flush(self, request_id: str | None = None) -> None: ...
+
+
 class AudioSink(PlayedAudio, Protocol):
     """Where a request's speech goes: the speaker (`SpeakerOutput`) or the fake one
     (`media/fake_audio.FakeAudioOutput`), both `BufferedSink`s. Requests play in the order they

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
-from desktop.media.audio_out import AudioSink, AudioUnavailable
+from desktop.media.audio_out import AudioOut, AudioUnavailable
 from desktop.media.clock import Clock, RealClock
 from desktop.recording.mix import Mix
 
@@ -20,7 +20,7 @@ class Player:
     ahead of the position. Speed changes the pitch too: the mix is played at speed × its rate
     (plain resampling, no time-stretch). `on_state(playing)` is called when play starts or stops."""
 
-    def __init__(self, duration: float, mix: Mix | None = None, sink: AudioSink | None = None, *,
+    def __init__(self, duration: float, mix: Mix | None = None, sink: AudioOut | None = None, *,
                  clock: Clock | None = None, lead_s: float = 0.3) -> None:
         self.duration = max(0.0, float(duration))
         self.mix = mix if mix is not None and not mix.empty else None
@@ -116,13 +116,11 @@ class Player:
         if not self.audible:
             return
         assert self.mix is not None and self.sink is not None
-        start = getattr(self.sink, "start", None)
-        if callable(start):
-            try:
-                start()  # the speaker opens its stream on first use
-            except AudioUnavailable as exc:  # play on silently, and say why once
-                self.sink, self.error = None, exc.message
-                return
+        try:
+            self.sink.start()  # the speaker opens its stream on first use
+        except AudioUnavailable as exc:  # play on silently, and say why once
+            self.sink, self.error = None, exc.message
+            return
         self._rid = f"recording-{next(_ids)}"
         self._fed, self._ended_feed = self._anchor_pos, False
         self.mix.seek(self._anchor_pos)

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
-from desktop.media.audio_out import AudioSink, Tap
+from desktop.media.audio_out import AudioOut, AudioSink, Tap
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +84,27 @@ class Playback:
 
     def stats(self) -> PlaybackStats | None:
         return PlaybackStats.of(self._sink.stats()) if self._sink is not None else None
+
+
+class LentAudio:
+    """The speaker as the Voice lends it to the recordings player: its own audio under its own
+    ids, nothing more (an AudioOut)."""
+
+    def __init__(self, sink: AudioSink) -> None:
+        self._sink = sink
+
+    def start(self) -> None:
+        self._sink.start()
+
+    def write(self, request_id: str, samples: Any, sample_rate: int) -> None:
+        self._sink.write(request_id, samples, sample_rate)
+
+    def end(self, request_id: str) -> None:
+        self._sink.end(request_id)
+
+    def flush(self, request_id: str | None = None) -> None:
+        self._sink.flush(request_id)
+
+
+def lent(sink: AudioSink | None) -> AudioOut | None:
+    return LentAudio(sink) if sink is not None else None

@@ -13,12 +13,12 @@ from desktop.speech.finished import FinishedReplies, Over
 from desktop.speech.heard import SpokenLogs
 from desktop.speech.loader import LOADING_MESSAGE, PipelineLoader  # noqa: F401 (LOADING_MESSAGE: for tests)
 from desktop.speech.pipeline import AudioChunk, PipelineDone, PipelineError, Segment, SegmenterConfig
-from desktop.speech.playback import Playback, PlaybackStats
+from desktop.speech.playback import Playback, PlaybackStats, lent
 from desktop.speech.plays import Plays
 from desktop.speech.relay import Begin, Close, Command, Delta, End, ForReply, Load, Relay, Reload, Replay
 from desktop.speech.speech_types import TTSEngine
 from desktop.speech.voice_audio import KEEP_REPLIES, KEEP_SECONDS, KeptAudio, VoiceEvent, VoiceEventKind
-from desktop.media.audio_out import AudioSink, Tap
+from desktop.media.audio_out import AudioOut, AudioSink, Tap
 from desktop.media.clock import Clock, RealClock
 
 if TYPE_CHECKING:
@@ -88,10 +88,9 @@ class Voice:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
-    @property
-    def sink(self) -> AudioSink | None:
-        """The speaker, lent to the recordings player only (it plays recordings through it)."""
-        return self._sink
+    def lend(self) -> AudioOut | None:
+        """The speaker for the recordings player: play its own audio, nothing more (None: no speaker)."""
+        return lent(self._sink)
 
     @property
     def speaking(self) -> bool:

@@ -114,7 +114,7 @@ class Pages:
     def _speaker(self) -> Any:
         """The app's speaker for the recordings viewer (None when there is no sound output)."""
         voice = self.voice
-        return voice.sink if voice is not None and voice.available else None
+        return voice.lend() if voice is not None and voice.available else None
 
     def _make_recordings(self) -> Any:
         """Recordings (calls, chats when on, replays, retention); None if they cannot work."""

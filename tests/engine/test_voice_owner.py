@@ -155,3 +155,17 @@ def test_the_relay_runs_typed_commands_in_order_and_survives_a_failing_one():
     relay.join(timeout=2)
     assert seen == [Load(), Delta("r1", "Hi"), Delta("r1", " there")]
     assert failed == [(Begin("r1"), "broken")] and ticks.is_set()
+
+
+def test_the_recordings_player_borrows_only_playing(voice_out):
+    """The Voice lends the player its own audio under its own ids, and nothing else: no volume to
+    set, no taps, no 'heard'; what it writes reaches the speaker. No speaker: nothing to lend."""
+    voice, out = voice_out
+    lent = voice.lend()
+    assert not any(hasattr(lent, name) for name in ("volume", "tap", "heard_s", "close", "stats"))
+    lent.start()
+    lent.write("recording-1", np.full(RATE // 5, 0.5, np.float32), RATE)
+    lent.end("recording-1")
+    out.pump_blocks(20)
+    assert np.abs(out.played()).max() > 0.3  # played at the Voice's volume (0.8)
+    assert Voice(Mute, None).lend() is None
