@@ -5,14 +5,14 @@ with gateway.stats()."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from desktop.errors import REMOTE_UNREACHABLE as UNREACHABLE
 from desktop.protocol import Done, ErrorEvent, Event, SlotInfo, SlotState
 from desktop.protocol import WorkerState, WorkerStatus
 from desktop.protocol.engine import EngineApi
-from desktop.protocol.engine_stats import QueueStats, SlotStats
+from desktop.protocol.engine_stats import QueueStats, RequestCounts, SlotStats
 from desktop.workers.stats import WorkerCounters
 
 if TYPE_CHECKING:
@@ -67,10 +67,10 @@ class Snapshot:
     slots: list[SlotRow]
     queue: list[QueueRow]
     counters: dict[str, Any]  # WorkerCounters.snapshot()
-    requests: dict[str, int]
+    requests: RequestCounts
     routing: dict[str, int]
     cache_kinds: dict[str, int]
-    queue_stats: dict[str, Any] = field(default_factory=dict)
+    queue_stats: QueueStats = QueueStats()
     origins: dict[str, int] = field(default_factory=dict)  # requests submitted, by who sent them
 
 
@@ -132,8 +132,8 @@ class EngineMonitor:
             known = {s.index: s for s in self._slots.get(w.id, ())}
             slots += [_slot_row(w.id, s, known.get(s.index), now) for s in w.slots]
         kinds = {k.value: n for k, n in stats.cache.items()}
-        return Snapshot(workers, slots, queue_rows(stats.queue), self.counters(), asdict(stats.requests),
-                        dict(stats.routing), kinds, stats.to_json()["queue"], dict(stats.origins))
+        return Snapshot(workers, slots, queue_rows(stats.queue), self.counters(), stats.requests,
+                        dict(stats.routing), kinds, stats.queue, dict(stats.origins))
 
 
 def _slot_row(worker: str, s: SlotStats, info: SlotInfo | None, now: float) -> SlotRow:

@@ -88,7 +88,7 @@ class StatusBar(QStatusBar):
         self.workers_label.setText(phase or worker_summary(snapshot.workers))
         tips = [f"{w.id} ({w.device}): {plain_state(w.state)}{' · ' + w.message if w.message else ''}" for w in snapshot.workers]
         self.workers_label.setToolTip(plain_tip("\n".join(tips)))
-        self.queue_label.setText(queue_summary(len(snapshot.queue) or snapshot.queue_stats.get("length", 0)))
+        self.queue_label.setText(queue_summary(len(snapshot.queue) or snapshot.queue_stats.length))
 
 
 def _separator() -> QFrame:

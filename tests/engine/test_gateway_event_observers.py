@@ -76,7 +76,7 @@ def test_the_monitor_keeps_statuses_slots_and_counters_from_the_gateway_events()
             counters = monitor.counters()
             assert counters["requests"] == 1 and counters["errors"] == 1
             snap = monitor.snapshot(gw)
-            assert [w.id for w in snap.workers] == ["a"] and snap.requests["completed"] == 1
+            assert [w.id for w in snap.workers] == ["a"] and snap.requests.completed == 1
             assert any(s.messages == 2 for s in snap.slots)  # the chat and its reply, from the Done's snapshot
             monitor.forget("a")
             assert monitor.status("a") is None

@@ -12,6 +12,7 @@ from desktop.protocol import TokenStats
 from desktop.protocol.reasons import CacheReason
 from desktop.ui.admin.counters import CountersRow
 from desktop.gateway.monitor import Snapshot
+from desktop.protocol.engine_stats import RequestCounts
 from desktop.ui.chat.badge import Badge
 from desktop.ui.theme import WINDOW_CSS
 from desktop.workers.stats import WorkerCounters
@@ -64,7 +65,7 @@ def test_admin_hit_rate_counts_history_tokens_not_requests(qtbot, screenshot):
     assert snap["cache_hit_rate"] == pytest.approx(120 / (5832 + 3738))
     row = CountersRow()
     row.setStyleSheet(WINDOW_CSS)
-    row.show_snapshot(Snapshot([], [], [], snap, {"completed": 2, "submitted": 2}, {}, {}))
+    row.show_snapshot(Snapshot([], [], [], snap, RequestCounts(completed=2, submitted=2), {}, {}))
     qtbot.addWidget(row)
     row.resize(900, 90)
     row.show()

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.settings import Settings
 from desktop.gateway.monitor import Snapshot, WorkerRow
+from desktop.protocol.engine_stats import QueueStats, RequestCounts
 from desktop.ui.chat import ChatPage, dialogs
 from desktop.ui.chat.notice import too_long
 from desktop.ui.main_window import MainWindow
@@ -41,7 +42,7 @@ def test_the_status_bar_says_worker_states_in_plain_words(qtbot):
     qtbot.addWidget(bar)
     bar.resize(900, 28)
     bar.show()
-    bar.show_snapshot(Snapshot([row("duplex_active")], [], [], {}, {}, {}, {}))
+    bar.show_snapshot(Snapshot([row("duplex_active")], [], [], {}, RequestCounts(), {}, {}))
     assert bar.workers_label.text() == "1 worker: in a call" and "_" not in bar.workers_label.toolTip()
     qtbot.waitUntil(lambda: bar.workers_label.width() >= bar.workers_label.sizeHint().width())
     bar.grab().save("/tmp/shots/status-bar-in-a-call.png")

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from desktop.composition import Composition
 from desktop.settings import Settings, load_settings
 from desktop.gateway.monitor import Snapshot, WorkerRow
+from desktop.protocol.engine_stats import QueueStats, RequestCounts
 from desktop.ui.main_window import MainWindow
 from desktop.ui.shortcuts import SHORTCUTS, ShortcutsDialog, binds, native, window_shortcuts
 from desktop.ui.theme import apply_theme
@@ -155,7 +156,7 @@ def test_status_bar_shows_model_and_worker_state(make_comp, aloop, qtbot, screen
 
 def test_loading_progress_in_banner_and_status_bar(qapp, qtbot, env, screenshot):
     rows = [WorkerRow("cpu0", "loading", "cpu", 0, 4, 0, 4, 0, "Converting the embedded model (first run only)… 40%")]
-    snap = Snapshot(rows, [], [], {}, {}, {}, {}, {"length": 2})
+    snap = Snapshot(rows, [], [], {}, RequestCounts(), {}, {}, QueueStats(length=2))
     window = MainWindow(Settings(), lambda: snap)
     qtbot.addWidget(window)
     window.show()

@@ -66,10 +66,10 @@ class CountersRow(QWidget):
 
     def show_snapshot(self, snap: Snapshot) -> None:
         req, c = snap.requests, snap.counters
-        failed = req.get("failed", 0)
+        failed = req.failed
         api = snap.origins.get("api", 0)
-        detail = f"{failed} failed" if failed else f"{req.get('running', 0)} running"
-        self.requests.set(f"{req.get('completed', 0)} / {req.get('submitted', 0)}",
+        detail = f"{failed} failed" if failed else f"{req.running} running"
+        self.requests.set(f"{req.completed} / {req.submitted}",
                           f"{detail} · {api} via API" if api else detail)
         if c.get("requests"):
             history = int(c.get("history_tokens", 0))

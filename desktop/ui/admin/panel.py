@@ -103,8 +103,7 @@ class AdminPanel(QWidget):
             self.queue_view.selectRow(row)
         self.counters.show_snapshot(snap)
         q = snap.queue_stats
-        self.note.setText(f"Queue wait p50 {q.get('wait_ms_p50', 0):.0f} ms · p95 {q.get('wait_ms_p95', 0):.0f} ms"
-                          if q else "")
+        self.note.setText(f"Queue wait p50 {q.wait_ms_p50:.0f} ms · p95 {q.wait_ms_p95:.0f} ms")
         self._selection_changed()
 
     def _fit_tables(self, workers: int, slots: int, queue: int) -> None:
