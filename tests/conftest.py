@@ -5,7 +5,9 @@ torch thread: the tiny model is dispatch-bound and 2 OpenMP threads under load a
 
 import atexit
 import os
+import pathlib
 import shutil
+import sys
 import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,6 +22,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+# the helpers shared by the test folders (fake hosts, gateway and call fakes) import by name
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "support"))
 
 
 def pytest_configure(config):

@@ -1,4 +1,4 @@
-"""A recorded voice call on a virtual clock (the fakes of tests/engine/test_call.py, the tiny model,
+"""A recorded voice call on a virtual clock (the fakes of tests/call/test_call.py, the tiny model,
 espeak into the fake speaker): the raw microphone and what the speaker played become the two
 tracks, the call's text, barge-in and metrics the timeline. With a disk that fills up mid-call,
 one warning is given and the call goes on to its next turn."""

@@ -103,7 +103,7 @@ def test_a_reply_is_spoken_as_it_streams_and_can_be_replayed(gateway, tmp_path, 
         rid = reply.request_id
         assert rid and page.store.get(page.current_conversation_id).messages[-1].stats["request_id"] == rid
         audio, rate = voice.audio_of(rid)
-        assert rate == RATE and loud(speaker.blocks())  # (gaps: see tests/engine/test_voice.py; 10× here)
+        assert rate == RATE and loud(speaker.blocks())  # (gaps: see tests/speech/test_voice.py; 10× here)
         assert reply.replay_button.isVisible() and reply.replay_button.isEnabled()
         mark = len(speaker.blocks())
         reply.replay_button.click()

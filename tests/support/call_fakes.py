@@ -1,4 +1,4 @@
-"""Fakes for a Call on a virtual clock (tests/engine/test_call.py, tests/recording): scripted
+"""Fakes for a Call on a virtual clock (tests/call/test_call.py, tests/recording): scripted
 microphone frames, an energy voice-activity detector and a scripted transcriber."""
 
 from __future__ import annotations
