@@ -1,6 +1,7 @@
 """Composition root: settings → workers → gateway → windows on the way up; windows → gateway →
 hosts on the way down. Also applies new settings: live, or by rebuilding the engine with progress.
-Its parts are in desktop/wiring/: the engine it runs, the pages it builds, the gateway proxy."""
+Its parts are beside it: engine_runner.py (the engine it runs), pages.py (the pages it builds),
+engine_proxy.py (the gateway proxy)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.tasks import TaskSet
 from desktop.ui.main_window import MainWindow
 from desktop.ui.theme import apply_theme
-from desktop.wiring.engine_proxy import EngineProxy
-from desktop.wiring.engine_runner import EngineRunner
-from desktop.wiring.pages import Pages
+from desktop.engine_proxy import EngineProxy
+from desktop.engine_runner import EngineRunner
+from desktop.pages import Pages
 from desktop.workers.factory import make_hosts, remote_hosts
 from desktop.workers.remote.roster import RemoteRoster
 

@@ -8,7 +8,7 @@ import pytest
 from desktop.errors import OmnideskError
 from desktop.protocol import Done, EngineStats
 from desktop.protocol.engine import EngineApi, RequestEvents
-from desktop.wiring.engine_proxy import EngineProxy
+from desktop.engine_proxy import EngineProxy
 from fake_host import FakeHost
 from gw_helpers import collect, gateway, run, terminal, user
 

@@ -16,7 +16,7 @@ from desktop.protocol import WorkerHost, WorkerStatus
 from desktop.settings import Settings
 from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
-from desktop.wiring.engine_proxy import EngineProxy
+from desktop.engine_proxy import EngineProxy
 from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
