@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames, spoken_ids, until_heard
+from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames, spoken_ids, until_heard, until_phase
 from gw_helpers import run
 
 from desktop.call.call import Call, CallEvent
@@ -37,16 +37,10 @@ def test_a_call_answers_aloud_is_cut_by_speech_and_keeps_what_was_heard():
         async def frames(n: int, loud: bool) -> None:
             await pump_frames(clock, mic, speaker, call, n, loud)
 
-        async def until(phase: CallPhase, limit: int = 1500) -> None:
-            for _ in range(limit):
-                if call.phase is phase:
-                    return
-                await frames(1, False)
-            raise AssertionError(f"never {phase}; at {call.phase}; events {[e.kind for e in events][-20:]}")
 
         await frames(25, True)  # 0.5 s of speech
         assert call.phase is CallPhase.USER_SPEAKING and asr.began == 1 and asr.fed > 0
-        await until(CallPhase.SPEAKING)  # VAD end → transcript → reply → its first audio
+        await until_phase(call, CallPhase.SPEAKING, frames, events=events)  # VAD end → transcript → reply → its first audio
         first = call.turns[0]
         assert first.user_text == "Tell me a story." and first.asr_ms == 12.5
         assert first.eos_to_audio_ms is not None and first.eos_to_audio_ms > 0
@@ -66,7 +60,7 @@ def test_a_call_answers_aloud_is_cut_by_speech_and_keeps_what_was_heard():
         assert first.heard is not None and first.heard and first.assistant_text
         assert any(e.kind == "cut" and e.text == first.heard for e in events)
         await frames(10, False)
-        await until(CallPhase.SPEAKING)
+        await until_phase(call, CallPhase.SPEAKING, frames, events=events)
         second = call.turns[1]
         assert second.user_text == "Stop, another one."
         for _ in range(400):  # its first audio can come before the reply's Done (its stats)

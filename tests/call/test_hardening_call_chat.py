@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames, spoken_ids, until_heard
+from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames, spoken_ids, until_heard, until_phase
 from gw_helpers import run
 
 from desktop.call.factory import CallFactory
@@ -60,15 +60,9 @@ def test_an_ended_call_is_a_conversation_in_the_store(tmp_path, monkeypatch):
         async def frames(n: int, loud: bool) -> None:
             await pump_frames(clock, mic, speaker, call, n, loud)
 
-        async def until(phase: CallPhase, limit: int = 1500) -> None:
-            for _ in range(limit):
-                if call.phase is phase:
-                    return
-                await frames(1, False)
-            raise AssertionError(f"never {phase}; at {call.phase}")
 
         await frames(25, True)
-        await until(CallPhase.SPEAKING)
+        await until_phase(call, CallPhase.SPEAKING, frames)
         await frames(40, False)  # some of the reply is heard
         await until_heard(voice, spoken, frames)  # at least a word of it, whatever the load
         for _ in range(400):  # then the user talks over it
@@ -76,7 +70,7 @@ def test_an_ended_call_is_a_conversation_in_the_store(tmp_path, monkeypatch):
                 break
             await frames(1, True)
         await frames(10, False)
-        await until(CallPhase.SPEAKING)
+        await until_phase(call, CallPhase.SPEAKING, frames)
         for _ in range(3000):  # the second reply plays out
             if call.phase is CallPhase.LISTENING:
                 break

@@ -149,3 +149,12 @@ async def until_heard(voice, ids: list[str], frames, limit: int = 1500) -> None:
             return
         await frames(1, False)
     raise AssertionError("the reply was never heard")
+
+
+async def until_phase(call, phase, frames, limit: int = 1500, events=()) -> None:
+    """Pump quiet frames until the call is in `phase` (the last events, if given, in the error)."""
+    for _ in range(limit):
+        if call.phase is phase:
+            return
+        await frames(1, False)
+    raise AssertionError(f"never {phase}; at {call.phase}; events {[e.kind for e in events][-20:]}")
