@@ -93,10 +93,6 @@ class Composition(QObject):
         return self.engine.model_name
 
     @property
-    def supports_images(self) -> bool:
-        return self.engine.supports_images
-
-    @property
     def chat_page(self) -> QWidget | None:
         return self.pages.chat_page
 
@@ -115,10 +111,6 @@ class Composition(QObject):
     @property
     def store(self) -> Any:
         return self.pages.store
-
-    @property
-    def voice(self) -> Any:
-        return self.pages.voice
 
     # ------------------------------------------------------------------ start
 
