@@ -33,6 +33,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import cpu_model  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -75,14 +78,6 @@ def environment() -> dict:
         p = torch.cuda.get_device_properties(0)
         row.update(gpu=p.name, gpu_mem_gib=round(p.total_memory / 2**30, 1), sms=p.multi_processor_count)
     return row
-
-
-def cpu_model() -> str:
-    try:
-        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown"
 
 
 def last_json(text: str) -> dict | None:
