@@ -1,0 +1,102 @@
+"""The end of a user's turn in CallState (issue 21): a short pause asks the end-of-turn model; a
+complete verdict ends the turn, an incomplete one keeps listening until the silence fallback;
+speech after a pause continues the same utterance; late verdicts are ignored; the silence rule
+and barge-in are as before. Pure logic, no audio or model."""
+
+from __future__ import annotations
+
+from desktop.call.state import (
+    FALLBACK_SILENCE_S, SILENCE_END_S, AskTurnEnd, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance,
+    EndUtterance, SendTurn, StopReply,
+)
+
+
+def speaking(mode: CallMode = CallMode.DUPLEX) -> CallState:
+    call = CallState(mode)
+    assert call.speech_start(0.0) == [BeginUtterance()]
+    return call
+
+
+def test_a_complete_verdict_ends_the_turn_at_the_verdict():
+    call = speaking()
+    assert call.speech_paused(1.0, now=1.2) == [AskTurnEnd(1)]
+    assert call.phase is CallPhase.USER_SPEAKING  # still the user's turn while the model thinks
+    assert call.turn_judged(1, True, 0.93, 61.0, 1.27) == [EndUtterance()]
+    assert call.phase is CallPhase.TRANSCRIBING
+    end = call.turn_end
+    assert end is not None and (end.t, end.by, end.probability, end.model_ms) == (1.27, "smart", 0.93, 61.0)
+    assert call.transcript("I would like a coffee.", 1.5) == [SendTurn("I would like a coffee.")]
+
+
+def test_an_incomplete_verdict_keeps_listening_and_the_fallback_ends_the_turn():
+    call = speaking()
+    call.speech_paused(1.0)
+    assert call.turn_judged(1, False, 0.12, 58.0, 1.27) == []
+    assert call.phase is CallPhase.USER_SPEAKING
+    assert call.tick(1.0 + FALLBACK_SILENCE_S - 0.01) == []
+    assert call.tick(1.0 + FALLBACK_SILENCE_S) == [EndUtterance()]
+    assert call.turn_end.by == "fallback" and call.turn_end.probability == 0.12
+    assert call.tick(9.0) == []  # once
+
+
+def test_speech_after_a_pause_continues_the_same_utterance():
+    call = speaking()
+    call.speech_paused(1.0)
+    call.turn_judged(1, False, 0.2, 50.0, 1.25)
+    assert call.speech_start(1.8) == []  # no new BeginUtterance: the same utterance goes on
+    assert call.phase is CallPhase.USER_SPEAKING
+    assert call.tick(1.0 + FALLBACK_SILENCE_S + 1) == []  # the old pause's fallback is gone
+    assert call.speech_paused(3.0) == [AskTurnEnd(2)]
+    assert call.turn_judged(2, True, 0.9, 50.0, 3.3) == [EndUtterance()]
+
+
+def test_a_verdict_on_an_earlier_pause_or_after_the_turn_is_ignored():
+    call = speaking()
+    call.speech_paused(1.0)
+    call.speech_start(1.1)  # the user went on before the model answered
+    assert call.turn_judged(1, True, 0.99, 70.0, 1.3) == []
+    assert call.phase is CallPhase.USER_SPEAKING
+    call.speech_paused(2.0)
+    assert call.turn_judged(1, True, 0.99, 70.0, 2.3) == []  # still about the first pause
+    assert call.mute(True, 2.1) == [EndUtterance()] and call.turn_end.by == "mute"
+    assert call.turn_judged(2, True, 0.99, 70.0, 2.3) == []  # the turn ended otherwise meanwhile
+
+
+def test_a_failed_model_falls_back_to_the_silence_rule_wait():
+    call = speaking()
+    call.speech_paused(1.0)
+    assert call.turn_judged(1, None, 0.0, 0.0, 1.3) == []
+    assert call.tick(1.0 + SILENCE_END_S - 0.01) == []
+    assert call.tick(1.0 + SILENCE_END_S) == [EndUtterance()] and call.turn_end.by == "silence"
+    call2 = speaking()
+    call2.speech_paused(1.0)
+    assert call2.turn_judged(1, None, 0.0, 0.0, 1.0 + SILENCE_END_S + 0.1) == [EndUtterance()]  # already past it
+
+
+def test_the_silence_rule_and_push_to_talk_record_how_the_turn_ended():
+    call = speaking()
+    assert call.speech_end(1.0, now=1.5) == [EndUtterance()]
+    assert (call.turn_end.t, call.turn_end.by) == (1.5, "silence")
+    assert call.speech_end(2.0) == []
+    ptt = CallState(CallMode.PUSH_TO_TALK)
+    ptt.key_down(0.0)
+    assert ptt.speech_paused(0.5) == []  # a pause in speech does not end a held key's turn
+    assert ptt.key_up(1.0) == [EndUtterance()] and ptt.turn_end.by == "key"
+
+
+def test_barge_in_is_still_the_vad_start_and_pauses_outside_a_turn_do_nothing():
+    call = speaking()
+    call.speech_paused(1.0)
+    call.turn_judged(1, True, 0.9, 60.0, 1.3)
+    call.transcript("Tell me a story.", 1.5)
+    assert call.speech_paused(2.0) == [] and call.tick(9.0) == []  # nothing to judge while it replies
+    call.reply_started(3.0)
+    assert call.speech_start(4.0) == [StopReply("barge_in"), BeginUtterance()]
+    assert call.pause(4.5) == [CancelUtterance()]
+    assert call.speech_paused(5.0) == [] and call.phase is CallPhase.PAUSED
+    turns = speaking(CallMode.TURNS)
+    turns.speech_paused(1.0)
+    turns.turn_judged(1, True, 0.9, 60.0, 1.3)
+    turns.transcript("Hi", 1.4)
+    turns.reply_started(2.0)
+    assert turns.speech_start(3.0) == [] and turns.speech_paused(3.5) == []  # turn-taking: never interrupted
