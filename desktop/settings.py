@@ -86,6 +86,8 @@ class Settings(BaseModel):
     # calls
     call_mode: Literal["duplex", "turns", "push_to_talk"] = "duplex"
     call_idle_timeout_s: float = Field(300.0, ge=10.0, le=86_400.0)  # a silent call ends after this
+    # smart: a short pause asks the end-of-turn model; silence: the turn ends after 500 ms of silence
+    end_of_turn: Literal["smart", "silence"] = "smart"
     camera_device: str | None = None  # None: the first camera; an index, a /dev path or a video file
     camera_preview_fps: int = Field(15, ge=1, le=60)  # the Call page's preview (and capture) rate
     camera_frames_per_s: float = Field(1.0, ge=0.1, le=5.0)  # frames given to the model

@@ -95,7 +95,7 @@ def test_asr_runs_beside_the_model_and_falls_back_to_the_cpu(monkeypatch):
             self.device = device
 
     monkeypatch.setattr(asr, "WhisperASR", FakeWhisper)
-    monkeypatch.setattr("desktop.call.parts.make_call_parts", lambda device, asr=None: asr)
+    monkeypatch.setattr("desktop.call.parts.make_call_parts", lambda device, asr=None, **kw: asr)
     factory = CallFactory(None, lambda: None, Settings)  # only the parts: no gateway, voice or devices
     whisper = factory._parts(Settings(device="cuda:1"))
     assert tried == ["cuda:1", "cpu"] and whisper.device == "cpu"

@@ -15,13 +15,14 @@ from typing import Any
 
 from desktop.call.cut import ReplyCut
 from desktop.call.duck import Ducker
+from desktop.call.end_of_turn import EndOfTurn, TurnModel
 from desktop.call.events import CallEvent, CallEvents, TurnMetrics
 from desktop.call.mic_frames import Canceller, Detector, MicFrames
 from desktop.call.playback import Playback
 from desktop.call.replies import Replies
 from desktop.call.session import CallSession
 from desktop.call.state import (
-    Action, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance, EndCall, EndUtterance, SendTurn, StopReply,
+    Action, AskTurnEnd, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance, EndCall, EndUtterance, SendTurn, StopReply,
 )
 from desktop.call.tasks import CallTasks
 from desktop.call.turn_taking import TurnTaking
@@ -45,7 +46,7 @@ class Call:
                  canceller: Canceller | None = None, mode: CallMode = CallMode.DUPLEX, clock: Clock = RealClock(),
                  system: str | None = "You are a helpful voice assistant. Answer briefly, in plain spoken sentences.",
                  params: SamplingParams | None = None, idle_timeout_s: float = 300.0,
-                 video: VideoFeed | None = None) -> None:
+                 video: VideoFeed | None = None, turn_model: TurnModel | None = None) -> None:
         self.gateway, self.mic, self.voice, self.detector, self.transcriber = gateway, mic, voice, detector, transcriber
         self.canceller, self.clock, self.system = canceller, clock, system
         self.video = video  # camera frames for the user's turns (a video call), or None
@@ -59,7 +60,10 @@ class Call:
         self.ducker = Ducker(voice, on_false_alarm=getattr(canceller, "false_alarm", None))
         self.utterance = Utterance(transcriber, self.turn_taking, clock, self.events.emit,
                                    getattr(mic, "sample_rate", 16000))
-        self.mic_frames = MicFrames(detector, canceller, self.ducker, self.utterance, self.turn_taking, self.events.emit)
+        # the smart end of turn (the detector then reports pauses), or None: the silence rule
+        self.end_of_turn = EndOfTurn(turn_model, self.turn_taking) if turn_model is not None else None
+        self.mic_frames = MicFrames(detector, canceller, self.ducker, self.utterance, self.turn_taking, self.events.emit,
+                                    self.end_of_turn)
         # Observers of the raw microphone (samples, clock time of the first one), before echo
         # cancellation, on the media thread; they must only copy (e.g. the recorder's chunker).
         self.frame_taps = self.mic_frames.frame_taps
@@ -146,6 +150,11 @@ class Call:
         for action in actions:
             if isinstance(action, BeginUtterance):
                 self.utterance.begin()
+                if self.end_of_turn is not None:
+                    self.end_of_turn.begin()
+            elif isinstance(action, AskTurnEnd):
+                if self.end_of_turn is not None:
+                    self.end_of_turn.ask(action)
             elif isinstance(action, EndUtterance):
                 self.utterance.finish()
             elif isinstance(action, CancelUtterance):
@@ -162,6 +171,8 @@ class Call:
         await self.tasks.wait_others()
         await self.session.end()
         self.mic.close()
+        if self.end_of_turn is not None:
+            self.end_of_turn.close()
         close = getattr(self.transcriber, "close", None)
         if close is not None:  # its thread would keep the call (and its resamplers) alive to the exit
             await asyncio.to_thread(close)

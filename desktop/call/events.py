@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from desktop.call.state import CallPhase
+from desktop.call.state import CallPhase, TurnEnd
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,14 @@ class TurnMetrics:
     underruns: int | None = None  # times the speaker ran dry during the reply (gaps heard)
     drift_ms: float | None = None  # how much longer than its audio the reply took to play: its gaps' silence
     images: int = 0  # camera frames attached to the user's turn
+    turn_end: TurnEnd | None = None  # when and how the user's turn was judged over (smart | fallback | silence | ...)
+
+    @property
+    def decision_ms(self) -> float | None:
+        """The user's last voiced sample → the turn judged over: the end-of-turn wait."""
+        if self.speech_end_t is None or self.turn_end is None:
+            return None
+        return (self.turn_end.t - self.speech_end_t) * 1000.0
 
     @property
     def first_sound_ms(self) -> float | None:
@@ -49,7 +57,8 @@ class TurnMetrics:
 
 @dataclass(frozen=True, slots=True)
 class CallEvent:
-    """kind: phase | level | partial | user | assistant | cut | metrics | error | ended."""
+    """kind: phase | level | partial | user | assistant | cut | metrics | error | notice (something
+    the user should know that did not stop the call) | ended."""
 
     kind: str
     text: str = ""

@@ -10,7 +10,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from desktop.call.call import Call
+from desktop.call.call import Call, CallEvent
 from desktop.call.video import VideoFeed
 from desktop.errors import OmnideskError
 from desktop.media.clock import Clock, RealClock
@@ -76,7 +76,7 @@ class CallFactory:
         video = VideoFeed(rate_hz=settings.camera_frames_per_s, max_in_context=settings.camera_max_frames)
         call = Call(self.gateway, parts.mic, voice, parts.detector, parts.transcriber,
                     canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s, video=video,
-                    clock=self.clock)
+                    clock=self.clock, turn_model=parts.turn_model)
         call.listeners.append(lambda event: untap() if event.kind == "ended" else None)
         call.listeners.append(lambda event: self._save(call) if event.kind == "ended" else None)
         try:
@@ -92,6 +92,8 @@ class CallFactory:
             except Exception:  # never a reason for the call not to go on
                 log.exception("The call could not be recorded")
         threading.Thread(target=self._media, args=(call,), name="call-media", daemon=True).start()
+        if parts.notice:  # the smart end of turn could not load: after the page has its listener
+            asyncio.get_running_loop().call_soon(call.events.emit, CallEvent("notice", parts.notice))
         return call
 
     def _save(self, call: Call) -> None:
@@ -123,7 +125,7 @@ class CallFactory:
                         raise
                     log.warning("Whisper on %s failed (%s); transcribing on the CPU", device, exc)
                     self._asr = WhisperASR(device="cpu", threads=1)
-        return make_call_parts(settings.audio_input_device, asr=self._asr)
+        return make_call_parts(settings.audio_input_device, asr=self._asr, end_of_turn=settings.end_of_turn)
 
     @staticmethod
     def _echo(parts: Any, speaker: Any) -> Callable[[], None]:

@@ -49,7 +49,8 @@ class Replies:
 
     async def run(self, text: str) -> None:
         _, asr_ms, end_t = self.utterance.last or (text, None, None)
-        metrics = TurnMetrics(len(self.turns) + 1, text, end_t, asr_ms, transcript_t=self.clock.now())
+        metrics = TurnMetrics(len(self.turns) + 1, text, end_t, asr_ms, transcript_t=self.clock.now(),
+                              turn_end=self.turn_taking.state.turn_end)
         self.turns.append(metrics)
         reply = self.current = CallReply(metrics=metrics)
         reply.task = asyncio.current_task()

@@ -1,5 +1,5 @@
-"""The Calls page of the settings dialog: how a call starts (its mode), when a silent call ends,
-and the camera of a video call (which one, its preview rate, and the frames the model is given)."""
+"""The Calls page of the settings dialog: how a call starts (its mode), how the end of the user's
+turn is heard, when a silent call ends, and the camera of a video call (which one, its preview rate, and the frames the model is given)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from desktop.ui.settings_form import Page, field_width, float_spin, int_spin
 
 MODES = {CallMode.DUPLEX: "Full duplex — talk any time", CallMode.TURNS: "Turn-taking",
          CallMode.PUSH_TO_TALK: "Push-to-talk — hold Space"}
+END_OF_TURN = {"smart": "Smart — a model hears when you have finished",
+               "silence": "Silence only — after half a second"}
 FIRST_CAMERA = "First camera found"
 
 
@@ -26,6 +28,13 @@ class CallsPage(Page):
             self.mode.addItem(text, mode.value)
         self.mode.setCurrentIndex(max(self.mode.findData(s.call_mode), 0))
         self.add("Start calls &in:", "call_mode", self.mode, "The Call page's mode can be changed during a call too.")
+        self.end_of_turn = QComboBox()
+        for value, text in END_OF_TURN.items():
+            self.end_of_turn.addItem(text, value)
+        self.end_of_turn.setCurrentIndex(max(self.end_of_turn.findData(s.end_of_turn), 0))
+        self.add("&End of turn:", "end_of_turn", self.end_of_turn,
+                 "Smart: at each short pause a small model hears whether you have finished, so you can pause "
+                 "mid-sentence. Silence only: half a second of silence ends your turn. From the next call on.")
         self.idle = float_spin("call_idle_timeout_s", 1, 1.0, " min")
         lo, hi = self.idle.minimum(), self.idle.maximum()
         self.idle.setRange(round(lo / 60, 1) or 0.2, hi / 60)
@@ -70,6 +79,7 @@ class CallsPage(Page):
     def values(self) -> dict[str, object]:
         minutes = self.idle.value()
         idle = self._idle_s if minutes == round(self._idle_s / 60, self.idle.decimals()) else minutes * 60
-        return {"call_mode": self.mode.currentData(), "call_idle_timeout_s": idle,
+        return {"call_mode": self.mode.currentData(), "end_of_turn": self.end_of_turn.currentData(),
+                "call_idle_timeout_s": idle,
                 "camera_device": self.camera_value(), "camera_preview_fps": self.preview.value(),
                 "camera_frames_per_s": self.rate.value(), "camera_max_frames": self.max_frames.value()}

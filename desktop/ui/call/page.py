@@ -348,6 +348,8 @@ class CallPage(QWidget):
         elif kind == "error":
             self.notice.show_error(event.text)
             self.status.emit(event.text)
+        elif kind == "notice":
+            self.notice.show_info(event.text)
         elif kind == "ended":
             self._finished(call, event.text)
 
