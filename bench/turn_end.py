@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -50,15 +51,30 @@ def _through(rig, turns: list) -> tuple[list, list]:
     return [h for h in heard if not h.turn.complete], [h for h in heard if h.turn.complete]
 
 
+def make_turns(n_paused: int, n_complete: int, voices: tuple, seed: int, cache: Path | None) -> list:
+    """The spoken turns (minutes on 2 busy cores: Whisper places each pause), kept in `cache`."""
+    key = repr((n_paused, n_complete, voices, seed))
+    if cache is not None and cache.is_file():
+        with cache.open("rb") as f:
+            saved_key, turns = pickle.load(f)
+        if saved_key == key:
+            return turns
+    turns = list(spoken_turns(n_paused, n_complete, voices, seed))
+    if cache is not None:
+        with cache.open("wb") as f:
+            pickle.dump((key, turns), f)
+    return turns
+
+
 def measure(n_paused: int = 20, n_complete: int = 8, *, voices: tuple = VOICES, seed: int = 0,
-            silence_rule: bool = True, verbose: bool = False) -> dict:  # fmt: skip
+            silence_rule: bool = True, verbose: bool = False, cache: Path | None = None) -> dict:  # fmt: skip
     """Make the turns, run them through the smart rule (and the silence rule), return the figures."""
     from turn_rig import TurnRig
 
     from desktop.media.smart_turn import SmartTurn
 
     t0 = time.perf_counter()
-    turns = list(spoken_turns(n_paused, n_complete, voices, seed))
+    turns = make_turns(n_paused, n_complete, voices, seed, cache)
     made_s = time.perf_counter() - t0
     model = SmartTurn()
     rig = TurnRig(model)
@@ -73,9 +89,9 @@ def measure(n_paused: int = 20, n_complete: int = 8, *, voices: tuple = VOICES, 
         "complete_cut_off": sum(h.cut_off for h in complete),  # a complete turn split at a comma
         "eos_to_decision_ms_p50": _p(decided, 50),
         "eos_to_decision_ms_p95": _p(decided, 95),
-        "smart_turn_ms_p50": _p(rig.judge.ms, 50),
-        "smart_turn_ms_p95": _p(rig.judge.ms, 95),
-        "model_calls": len(rig.judge.ms),
+        "smart_turn_ms_p50": _p(rig.model_ms, 50),
+        "smart_turn_ms_p95": _p(rig.model_ms, 95),
+        "model_calls": len(rig.model_ms),
         "ended_by": {by: sum(e.by == by for e in ends) for by in sorted({e.by for e in ends})},
         "paused_decision_after_eos_ms_p50": _p([h.eos_to_decision_ms for h in paused if h.eos_to_decision_ms is not None], 50),
         "voices": [" ".join(map(str, v)) for v in voices],
@@ -104,8 +120,9 @@ def main() -> None:
     ap.add_argument("--complete", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="one line per turn (stderr)")
+    ap.add_argument("--cache", type=Path, help="keep the spoken turns in this file for the next run")
     args = ap.parse_args()
-    out = measure(args.paused, args.complete, seed=args.seed, verbose=args.verbose)
+    out = measure(args.paused, args.complete, seed=args.seed, verbose=args.verbose, cache=args.cache)
     out.update(cpu())
     out["load_avg"] = os.getloadavg()[0]
     print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}))

@@ -64,13 +64,12 @@ def test_the_silence_rule_and_a_complete_verdict_cut_a_long_pause(espeak):
         rig.close()
 
 
-def test_a_failing_model_leaves_the_silence_rules_wait(espeak, caplog):
+def test_a_failing_model_leaves_the_silence_rules_wait(espeak):
     turn = SpokenTurn("What time is it?", speak(espeak, "What time is it?"), (), "espeak")
     rig = TurnRig(Always(None))
     heard = rig.hear(turn)
     ((end, at),) = heard.ends
     assert end.by == "silence" and SILENCE_END_S - 0.05 < at - heard.eos < SILENCE_END_S + 0.25
-    assert "end-of-turn model failed" in caplog.text
     rig.close()
 
 
@@ -86,5 +85,5 @@ def test_with_the_model_pauses_are_kept_and_complete_turns_end_promptly(espeak):
         ((end, at),) = heard.ends
         assert end.by == "smart" and end.probability > 0.5
         # the VAD's 200 ms pause and its last chunk, then the model (its real cost counted in)
-        assert (end.t - heard.eos) < 0.35 and at - end.t == pytest.approx(end.model_ms / 1000)
+        assert (end.t - heard.eos) - end.model_ms / 1000 < 0.35 and at == end.t
     rig.close()

@@ -1,14 +1,23 @@
 """The end of a user's turn in CallState (issue 21): a short pause asks the end-of-turn model; a
 complete verdict ends the turn, an incomplete one keeps listening until the silence fallback;
 speech after a pause continues the same utterance; late verdicts are ignored; the silence rule
-and barge-in are as before. Pure logic, no audio or model."""
+and barge-in are as before; the judge (EndOfTurn) gives the model the turn so far, its pre-roll
+included, and a broken model leaves the silence rule. No audio or model."""
 
 from __future__ import annotations
 
+import threading
+
+import numpy as np
+
+from desktop.call.end_of_turn import KEEP_S, PRE_ROLL_S, RATE, EndOfTurn
 from desktop.call.state import (
     FALLBACK_SILENCE_S, SILENCE_END_S, AskTurnEnd, BeginUtterance, CallMode, CallPhase, CallState, CancelUtterance,
     EndUtterance, SendTurn, StopReply,
 )
+from desktop.call.turn_taking import TurnTaking
+from desktop.media.clock import VirtualClock
+from desktop.media.smart_turn import TurnVerdict
 
 
 def speaking(mode: CallMode = CallMode.DUPLEX) -> CallState:
@@ -100,3 +109,68 @@ def test_barge_in_is_still_the_vad_start_and_pauses_outside_a_turn_do_nothing():
     turns.transcript("Hi", 1.4)
     turns.reply_started(2.0)
     assert turns.speech_start(3.0) == [] and turns.speech_paused(3.5) == []  # turn-taking: never interrupted
+
+
+# ---------------------------------------------------------------- EndOfTurn: the judge's part
+
+
+
+class Model:
+    def __init__(self, complete: bool | None) -> None:
+        self.complete, self.audio, self.threads = complete, [], []
+
+    def predict(self, audio):
+        self.audio.append(audio)
+        self.threads.append(threading.current_thread().name)
+        if self.complete is None:
+            raise RuntimeError("broken")
+        return TurnVerdict(self.complete, 0.8, 3.0)
+
+
+def judged(model: Model, inline: bool = True):
+    clock = VirtualClock(start=10.0)
+    state = CallState()
+    actions: list = []
+    taking = TurnTaking(state, clock, lambda e: None, actions.extend)
+    return state, EndOfTurn(model, taking, inline=inline), actions
+
+
+def test_the_judge_gives_the_model_the_turn_so_far_with_its_pre_roll():
+    model = Model(True)
+    state, judge, actions = judged(model)
+    frame = lambda k: np.full(320, k, np.float32)  # noqa: E731 - frame k holds the value k
+    for k in range(100):  # 2 s before the utterance
+        judge.hear(frame(k))
+    judge.begin()
+    state.speech_start(0.0)
+    for k in range(100, 150):
+        judge.hear(frame(k))
+    judge.ask(state.speech_paused(11.0)[0])
+    (audio,) = model.audio
+    assert audio.size == int(PRE_ROLL_S * RATE) + 50 * 320  # the pre-roll, then the utterance
+    assert audio[0] == 100 - PRE_ROLL_S * RATE / 320 and audio[-1] == 149
+    assert actions == [EndUtterance()] and state.turn_end.by == "smart" and state.turn_end.t == 10.0
+    for k in range(150, 150 + int(KEEP_S * RATE / 320) + 7):  # a long turn: its last 8 s, in order
+        judge.hear(frame(k))
+    assert np.array_equal(np.unique(judge.turn_audio()[::320]), np.arange(k + 1 - int(KEEP_S * RATE / 320), k + 1))
+
+
+def test_a_broken_model_leaves_the_silence_rule_and_the_thread_is_not_the_callers():
+    model = Model(None)
+    state, judge, actions = judged(model)
+    state.speech_start(0.0)
+    judge.hear(np.ones(320, np.float32))
+    judge.ask(state.speech_paused(9.0)[0])  # at 10.0: 1 s after the last voiced sample: past 0.5 s
+    assert actions == [EndUtterance()] and state.turn_end.by == "silence" and judge.asked == 0
+    model = Model(False)
+    state, judge, actions = judged(model, inline=False)
+    state.speech_start(0.0)
+    judge.hear(np.ones(320, np.float32))
+    judge.ask(state.speech_paused(9.9)[0])
+    for _ in range(500):
+        if judge.asked:
+            break
+        threading.Event().wait(0.01)
+    judge.close()
+    assert judge.asked == 1 and model.threads[0].startswith("end-of-turn") and actions == []
+    assert state.phase is CallPhase.USER_SPEAKING  # incomplete: still listening

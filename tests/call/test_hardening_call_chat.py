@@ -48,7 +48,7 @@ def test_an_ended_call_is_a_conversation_in_the_store(tmp_path, monkeypatch):
         spoken = spoken_ids(voice)
         mic = ScriptedMic(clock)
         asr = ScriptedTranscriber(["Tell me a story about a red fox.", "Stop, another one."])
-        parts = SimpleNamespace(mic=mic, detector=EnergyDetector(), transcriber=asr, canceller=None)
+        parts = SimpleNamespace(mic=mic, detector=EnergyDetector(), transcriber=asr, canceller=None, turn_model=None, notice="")
         factory = CallFactory(gw, lambda: voice, lambda: Settings(), store=store, clock=clock)
         factory.on_saved = saved.append
         monkeypatch.setattr(factory, "_parts", lambda settings: parts)

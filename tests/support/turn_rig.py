@@ -1,7 +1,9 @@
 """A call's end-of-turn path without the gateway or the speaker, on a virtual clock: spoken turns
 played into the fake microphone → MicFrames (silero-vad; pauses for the smart rule) → CallState
-→ EndOfTurn with the model run inline → when and how each turn was judged over. Used by
-tests/call/test_call_paused_speech.py and bench/turn_end.py."""
+→ the end-of-turn model → when and how each turn was judged over. The model runs at once, but
+its verdict reaches the turn logic when the clock has moved on by what the run cost (as from
+EndOfTurn's own thread in a call: speech that resumed meanwhile makes the verdict stale). Used
+by tests/call/test_call_paused_speech.py and bench/turn_end.py."""
 
 from __future__ import annotations
 
@@ -78,7 +80,10 @@ class TurnRig:
         self.utterance = Utterance(quiet, self.turn_taking, self.clock, lambda e: None)
         smart = model is not None
         detector = VadDetector(SileroVAD(CALL_VAD_PAUSES if smart else CALL_VAD), pauses=smart)
-        self.judge = EndOfTurn(model, self.turn_taking, inline=True) if smart else None
+        self.model = model
+        self.judge = EndOfTurn(model, self.turn_taking, inline=True) if smart else None  # hears, keeps the turn
+        self.model_ms: list[float] = []
+        self._due: list[tuple[float, int, object]] = []  # (clock time, pause, verdict) on their way
         self.frames = MicFrames(detector, None, Ducker(quiet), self.utterance, self.turn_taking, lambda e: None,
                                 self.judge)
         self._ends: list[tuple[TurnEnd, float]] = []
@@ -92,12 +97,16 @@ class TurnRig:
                 if self.judge is not None:
                     self.judge.begin()
             elif isinstance(action, AskTurnEnd) and self.judge is not None:
-                self.judge.ask(action)
+                try:
+                    verdict = self.model.predict(self.judge.turn_audio())
+                except Exception:
+                    verdict = None
+                ms = verdict.ms if verdict is not None else 0.0
+                self.model_ms.append(ms)
+                self._due.append((self.clock.now() + ms / 1000.0, action.pause, verdict))
             elif isinstance(action, EndUtterance):
                 end = self.state.turn_end
-                # inline on a virtual clock the model costs no time: add what it cost for real
-                late = (end.model_ms or 0.0) / 1000.0 if end.by == "smart" else 0.0
-                self._ends.append((end, end.t + late))
+                self._ends.append((end, end.t))
                 self.utterance.collecting = False
                 self.turn_taking.do(lambda now: self.state.transcript("words", now))  # the reply…
                 self.turn_taking.do(self.state.reply_finished)  # …played out: listening again
@@ -110,7 +119,17 @@ class TurnRig:
             frames = self.mic.read()
             for samples, t, level in zip(frames.samples, frames.times, frames.levels):
                 self.frames.frame(samples, float(t), float(level))
+            self._deliver()
             self.turn_taking.do(self.state.tick)
+
+    def _deliver(self) -> None:
+        now = self.clock.now()
+        due, self._due = [d for d in self._due if d[0] <= now + 1e-9], [d for d in self._due if d[0] > now + 1e-9]
+        for at, pause, v in due:
+            if v is None:  # the model broke: the silence rule's wait
+                self.turn_taking.do(lambda t, p=pause: self.state.turn_judged(p, None, 0.0, 0.0, t), at)
+            else:
+                self.turn_taking.do(lambda t, p=pause, v=v: self.state.turn_judged(p, v.complete, v.probability, v.ms, t), at)
 
     def hear(self, turn: SpokenTurn, lead_s: float = 0.5, tail_s: float = 3.0) -> Heard:
         """Play `turn` after `lead_s` of silence and listen `tail_s` past its end."""
