@@ -22,28 +22,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "support"))  # the rig is shared with the tests
+sys.path.insert(0, str(ROOT / "bench"))  # bench/machine.py, however this module is imported
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from machine import machine  # noqa: E402
 from desktop.media.paused_speech import VOICES, spoken_turns  # noqa: E402
 
 
 def _p(values: list[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if values else None
-
-
-def cpu() -> dict:
-    """The CPU's model name (from /proc/cpuinfo) and the cores this process may use."""
-    name = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": name, "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}
 
 
 def _through(rig, turns: list) -> tuple[list, list]:
@@ -123,7 +112,7 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, help="keep the spoken turns in this file for the next run")
     args = ap.parse_args()
     out = measure(args.paused, args.complete, seed=args.seed, verbose=args.verbose, cache=args.cache)
-    out.update(cpu())
+    out.update(machine())
     out["load_avg"] = os.getloadavg()[0]
     print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}))
 
