@@ -5,6 +5,8 @@ and push-to-talk keys, errors in the page, no microphone; and the main window ta
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import threading
 
 import pytest
@@ -459,3 +461,20 @@ def test_the_recording_sign_and_a_recording_warning(make_page, aloop, screenshot
     call.emit(CallEvent("phase", phase=CallPhase.ENDED))
     settle(aloop, page)
     assert page.stage is Stage.IDLE and not page.rec_label.isVisible()
+
+
+def test_a_notice_is_shown_without_ending_the_call(make_page, aloop, screenshot):
+    """Issue 21: the smart end of turn could not load; the call goes on with the silence rule and
+    the page says so, as information (not an error)."""
+    owner = Owner()
+    page = make_page(owner)
+    call = started(aloop, page, owner)
+    text = ("The end-of-turn model is not installed (pip install --no-deps pipecat-ai). "
+            "Turns end after half a second of silence instead.")
+    call.emit_from_thread(CallEvent("notice", text))
+    settle(aloop)
+    assert page.notice.isVisible() and not page.notice.error and page.notice.text == text
+    assert page.stage is Stage.IN_CALL
+    path = screenshot(page, "call_notice")
+    if os.environ.get("OMNIDESK_SHOTS"):
+        shutil.copy(path, os.path.join(os.environ["OMNIDESK_SHOTS"], "smart-call-notice.png"))
