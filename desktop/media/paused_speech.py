@@ -120,27 +120,30 @@ class WordTimes:
         return [(_word(w.word), w.start, w.end) for seg in segments for w in seg.words or ()]
 
 
-def boundary(whole: np.ndarray, before: str, after: str, words: WordTimes, tries: int = 5) -> int:
-    """The sample between `before` and `after` in `whole`. Whisper's word times say roughly where
-    the first word of `after` starts (it may drop an "um" or spell a word its way, so the word is
-    looked for by name); the quiet valleys around there are tried, quietest first, until Whisper
-    hears the rest begin with that word (not the word before it, nor the one after)."""
+def boundary(whole: np.ndarray, before: str, after: str, words: WordTimes, tries: int = 8) -> int | None:
+    """The sample between `before` and `after` in `whole`, or None when it cannot be placed.
+    Whisper's word times say roughly where the first word of `after` starts (it may drop an "um"
+    or spell a word its way, so the word is looked for by name); the quiet valleys around there
+    are tried, quietest first, until Whisper hears the rest begin with that word (not the word
+    before it, nor the one after)."""
     first, k = _word(after.split()[0]), len(before.split())
     found = [w for w in words(whole)[max(0, k - 2) :] if w[0] == first]
     near = found[0][1] if found else whole.size / RATE * len(before) / (len(before) + len(after) + 1)
-    cuts = valleys(whole, near - 0.35, near + 0.15)
-    for cut in cuts[:tries]:
+    for cut in valleys(whole, near - 0.45, near + 0.2)[:tries]:
         heard = words(whole[cut:])
         if heard and heard[0][0] == first:
             return cut
-    return cuts[0]
+    return None
 
 
 def paused_turn(tts: Any, before: str, after: str, pause_s: float, voice: str,
-                word_times: WordTimes | None = None) -> SpokenTurn:  # fmt: skip
-    """`before after` spoken whole, with `pause_s` of silence cut in between the two parts."""
+                word_times: WordTimes | None = None) -> SpokenTurn | None:  # fmt: skip
+    """`before after` spoken whole, with `pause_s` of silence cut in between the two parts (None
+    when Whisper could not place the cut)."""
     whole = speak(tts, f"{before} {after}")
     cut = boundary(whole, before, after, word_times or WordTimes())
+    if cut is None:
+        return None
     fade = min(int(0.01 * RATE), cut)  # no click at the cut
     head, tail = whole[:cut].copy(), whole[cut:].copy()
     head[head.size - fade :] *= np.linspace(1, 0, fade, dtype=np.float32)
@@ -152,7 +155,8 @@ def paused_turn(tts: Any, before: str, after: str, pause_s: float, voice: str,
 
 def spoken_turns(n_paused: int = 20, n_complete: int = 8, voices: tuple = VOICES, seed: int = 0) -> Iterator[SpokenTurn]:
     """`n_paused` sentences with a pause of 400–1,000 ms and `n_complete` whole ones, the voices
-    taken in turn (each engine is built once); the pauses' lengths from `seed`."""
+    taken in turn (each engine is built once); the pauses' lengths from `seed`. A sentence whose
+    cut Whisper cannot place is left out (the next sentence and voice take its place)."""
     rng = np.random.default_rng(seed)
     engines: dict[tuple, Any] = {}
     word_times = WordTimes() if n_paused else None
@@ -164,10 +168,16 @@ def spoken_turns(n_paused: int = 20, n_complete: int = 8, voices: tuple = VOICES
         name, voice, speed = key
         return engines[key], f"{name}:{voice or 'default'} ×{speed:g}"
 
-    for i in range(n_paused):
+    made = 0
+    for i in range(4 * n_paused):  # a cut Whisper cannot place is left out: the next one is made
+        if made == n_paused:
+            break
         tts, label = engine(i)
         before, after = PAUSED[i % len(PAUSED)]
-        yield paused_turn(tts, before, after, float(rng.uniform(0.4, 1.0)), label, word_times)
+        turn = paused_turn(tts, before, after, float(rng.uniform(0.4, 1.0)), label, word_times)
+        if turn is not None:
+            made += 1
+            yield turn
     for i in range(n_complete):
         tts, label = engine(i)
         text = COMPLETE[i % len(COMPLETE)]
