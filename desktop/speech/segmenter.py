@@ -52,6 +52,11 @@ class SegmenterConfig:
             raise ValueError(f"window_size must be -1 (whole reply) or at least 1, not {self.window_size}")
 
 
+def count_words(text: str) -> int:
+    """Words in `text` as this stage counts them (a CJK character is one)."""
+    return len(_TOKEN.findall(text))
+
+
 def speakable(text: str) -> str:
     """`text` without markdown noise (code fences, emphasis, bullets, headings, link targets) and
     with whitespace collapsed: what the TTS should say."""
@@ -205,4 +210,4 @@ class Segmenter:
         return [m.end() for m in _CLAUSE.finditer(scan) if m.end() <= len(self._buf)]
 
     def _words_before(self, end: int) -> int:
-        return len(_TOKEN.findall(self._buf[:end]))
+        return count_words(self._buf[:end])
