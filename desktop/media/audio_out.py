@@ -331,15 +331,16 @@ class SpeakerOutput(BufferedSink):
 
     def __init__(self, device: int | str | None = None, *, pre_roll_ms: float = 120,
                  volume: float = 1.0, block_ms: float = 20, latency: str | float = "low",
-                 **kwargs: Any) -> None:  # fmt: skip
+                 adaptive: PreRollConfig | None = PreRollConfig(), **kwargs: Any) -> None:  # fmt: skip
         """kwargs go to BufferedSink (capacity_s, high_water_ms, max_block_s, clock). Low
         latency so that a flush (barge-in) is heard at once; PortAudio's own buffer would
-        otherwise keep playing for a few hundred ms."""
+        otherwise keep playing for a few hundred ms. The pre-roll adapts (`media/preroll.py`)
+        unless `adaptive` is None (then it is `pre_roll_ms`)."""
         self._sd = import_sounddevice()
         self.latency = latency
         self.device = find_output(device)  # raises AudioUnavailable with the plain message
         super().__init__(int(self.device.default_samplerate), pre_roll_ms=pre_roll_ms,
-                         volume=volume, block_ms=block_ms, **kwargs)  # fmt: skip
+                         volume=volume, block_ms=block_ms, adaptive=adaptive, **kwargs)  # fmt: skip
         self._channels = min(2, self.device.channels)
         self._stream: Any = None
         self.device_underflows = 0  # PortAudio reported output underflow (callback too late)

@@ -11,14 +11,15 @@ class PreRollConfig:
     """floor_ms: the pre-roll that covers scheduling jitter, before any synthesis is counted; it
     starts at `start_ms`, is raised after an underrun and lowered slowly after clean replies,
     always within [min_ms, max_ms]. margin: the synthesiser's expected time is stretched by this.
-    worst_s: how much audio the next chunk is assumed to hold when the text to come is not known
-    yet (about a long sentence); it learns from the chunks seen."""
+    unknown_s: how much audio the next chunk is assumed to hold when the text to come is not known
+    yet, until chunks are seen; then the average chunk (assuming a long sentence each time held
+    the start of most replies for a second, to prevent underruns that did not come)."""
 
     start_ms: float = 120.0
     min_ms: float = 40.0
     max_ms: float = 400.0
     margin: float = 1.25
-    worst_s: float = 5.0
+    unknown_s: float = 3.0
     raise_factor: float = 1.5  # an underrun multiplies the floor (and adds the silence it left)
     lower_ms: float = 10.0  # a reply without an underrun lowers the floor this much
     rtf_weight: float = 0.3  # weight of the newest measure in the real-time factor's average
@@ -27,8 +28,8 @@ class PreRollConfig:
         if not 0 <= self.min_ms <= self.start_ms <= self.max_ms:
             raise ValueError(f"need 0 <= min_ms <= start_ms <= max_ms, not {self.min_ms}, "
                              f"{self.start_ms}, {self.max_ms}")
-        if self.margin < 1 or self.worst_s <= 0 or self.raise_factor < 1 or self.lower_ms < 0:
-            raise ValueError("margin and raise_factor must be at least 1, worst_s positive, lower_ms >= 0")
+        if self.margin < 1 or self.unknown_s <= 0 or self.raise_factor < 1 or self.lower_ms < 0:
+            raise ValueError("margin and raise_factor must be at least 1, unknown_s positive, lower_ms >= 0")
         if not 0 < self.rtf_weight <= 1:
             raise ValueError(f"rtf_weight must be in (0, 1], not {self.rtf_weight}")
 
@@ -37,7 +38,7 @@ class AdaptivePreRoll:
     """The pre-roll of one speaker. The synthesiser reports each chunk it made (`measured`: its
     seconds of audio and the seconds it took); `lead_s(next_s)` is then how much audio must be
     buffered before playing starts, so that the next chunk (`next_s` seconds of audio; None: not
-    known yet, assume the worst) is made before what is buffered has played:
+    known yet, an average chunk) is made before what is buffered has played:
     floor + margin × RTF × next. On a fast machine that is little more than the floor; on a slow
     one it holds the start until enough is buffered to hide the next synthesis. The speaker tells
     `underrun(starved_s)` when it ran dry (the floor goes up at once) and `clean_reply()` when a
@@ -47,7 +48,7 @@ class AdaptivePreRoll:
         self.config = config
         self.floor_s = config.start_ms / 1000
         self.rtf: float | None = None  # None until the first chunk is measured
-        self.worst_s = config.worst_s
+        self.unknown_s = config.unknown_s
         self._rid: str | None = None  # the request being written
         self._paced = False  # ...and whether its synthesiser paces it
         self._dry = False  # ...and whether the speaker ran dry while it played
@@ -79,15 +80,14 @@ class AdaptivePreRoll:
         # The average, but never below the newest measure: a machine that just got slower is
         # believed at once, one that got faster only gradually.
         self.rtf = rtf if self.rtf is None else max(rtf, (1 - w) * self.rtf + w * rtf)
-        # What a chunk may hold: the longest seen lately, decaying towards the configured guess.
-        self.worst_s = max(audio_s, 0.9 * self.worst_s + 0.1 * self.config.worst_s)
+        self.unknown_s = (1 - w) * self.unknown_s + w * audio_s  # what a chunk holds, on average
 
     def lead_s(self, next_s: float | None = None) -> float:
-        """Seconds of audio to buffer before playing, given the next chunk's length (None: the
-        worst expected)."""
+        """Seconds of audio to buffer before playing, given the next chunk's length (None: an
+        average chunk's)."""
         if self.rtf is None:
             return self.floor_s
-        next_s = self.worst_s if next_s is None else max(next_s, 0.0)
+        next_s = self.unknown_s if next_s is None else max(next_s, 0.0)
         return self.floor_s + self.config.margin * self.rtf * next_s
 
     def underrun(self, starved_s: float = 0.0) -> None:

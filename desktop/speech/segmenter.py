@@ -192,8 +192,7 @@ class Segmenter:
     def _first_cut(self, scan: str, sentences: list[int], tokens: list[int]) -> int | None:
         """The first segment's end: its first boundary (a sentence end, or with `first_clause` a
         clause) after at least `first_min_tokens` words, else the cap at `first_window_tokens`
-        words, where it goes back to the last such boundary before the cap, or else to a shorter
-        whole sentence."""
+        words, where it goes back to the last such boundary before the cap."""
         bounds = sorted(e for e in sentences + (self._clauses(scan) if self.config.first_clause else [])
                         if self._words_before(e) >= self._first_min)
         limit = self.config.first_window_tokens
@@ -201,9 +200,10 @@ class Segmenter:
         if len(tokens) >= limit:
             cap = tokens[limit - 1]
             soft = [e for e in bounds + self._clauses(scan) if e <= cap and self._words_before(e) >= self._first_min]
-            # A short whole sentence ("Yes.") beats a cut inside the sentence after it.
-            short = [e for e in sentences if e <= cap and self._buf[:e].strip()]
-            candidates.append(max(soft, default=max(short, default=cap)))
+            # Not back to a short sentence ("Yes."): what follows it would be a whole sentence,
+            # not ready before "Yes." has been said (measured: gaps of 1.1-1.6 s). Piper still
+            # says "Yes." first, as the segment's first chunk.
+            candidates.append(max(soft, default=cap))
         return min(candidates, default=None)
 
     def _clauses(self, scan: str) -> list[int]:

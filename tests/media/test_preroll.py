@@ -30,7 +30,7 @@ def speak(out: FakeAudioOutput, rid: str, chunks: list[float], rtf: float, *, kn
           waits: dict[int, float] | None = None) -> float:
     """One reply, synthesised chunk after chunk at `rtf` (plus `waits[i]` seconds for text before
     chunk i) while the speaker plays on the same clock; returns its first sound after the start.
-    `known`: the synthesiser says how long the next chunk is (else the speaker assumes the worst)."""
+    `known`: the synthesiser says how long the next chunk is (else the speaker assumes an average chunk)."""
     clock = out.clock
     t0 = clock.now()
     for i, audio_s in enumerate(chunks):
@@ -63,10 +63,10 @@ def test_a_fast_synthesiser_starts_at_its_first_chunk_and_sooner_than_a_slow_one
     assert fast_start < slow_start and fast.stats()["underruns"] == 0
 
 
-def test_unknown_text_to_come_is_assumed_long():
+def test_text_to_come_not_known_yet_is_assumed_an_average_chunk():
     known, unknown = speaker(PreRollConfig()), speaker(PreRollConfig())
-    short = [1.9, 1.0, 1.0]
-    assert speak(known, "r", short, rtf=0.3) < speak(unknown, "r", short, rtf=0.3, known=False)
+    short = [1.9, 1.0, 1.0]  # shorter than the 3 s assumed before any chunk is seen
+    assert speak(known, "r", short, rtf=0.6) < speak(unknown, "r", short, rtf=0.6, known=False)
     assert known.stats()["underruns"] == unknown.stats()["underruns"] == 0
 
 
@@ -119,7 +119,7 @@ def test_policy_lead_follows_the_real_time_factor():
 
 
 @pytest.mark.parametrize("kwargs", [dict(min_ms=50, start_ms=40), dict(start_ms=500), dict(margin=0.5),
-                                    dict(worst_s=0), dict(rtf_weight=0)])
+                                    dict(unknown_s=0), dict(rtf_weight=0)])
 def test_config_is_validated(kwargs):
     with pytest.raises(ValueError):
         PreRollConfig(**kwargs)
