@@ -113,8 +113,8 @@ class BufferedSink:
         self.max_block_s = max_block_s
         self.clock: Clock = clock or RealClock()
         self.volume = volume
-        self._jitter = JitterBuffer(self.device_rate, capacity_s=capacity_s,
-                                    pre_roll_ms=pre_roll_ms, high_water_ms=high_water_ms)  # fmt: skip
+        self._jitter = JitterBuffer(self.device_rate, capacity_s=capacity_s, pre_roll_ms=pre_roll_ms,
+                                    high_water_ms=high_water_ms, credit_wait=adaptive is not None)  # fmt: skip
         self._preroll = AdaptivePreRoll(adaptive) if adaptive is not None else None
         if self._preroll is not None:
             self._set_pre_roll(self._preroll.floor_s)
@@ -249,7 +249,7 @@ class BufferedSink:
         """The jitter buffer's gate, read by the callback; below high water so that a writer held
         at high water never waits on a reader that waits for pre-roll."""
         jb = self._jitter
-        jb.pre_roll = min(int(round(seconds * self.device_rate)), int(0.8 * jb.high_water))
+        jb.set_pre_roll(min(int(round(seconds * self.device_rate)), int(0.8 * jb.high_water)))
 
     def _resample(self, rid: str, data: np.ndarray, rate: int) -> np.ndarray:
         entry = self._resamplers.get(rid)

@@ -40,7 +40,9 @@ class AdaptivePreRoll:
     buffered before playing starts, so that the next chunk (`next_s` seconds of audio; None: not
     known yet, an average chunk) is made before what is buffered has played:
     floor + margin × RTF × next. On a fast machine that is little more than the floor; on a slow
-    one it holds the start until enough is buffered to hide the next synthesis. The speaker tells
+    one it holds the start until enough is buffered to hide the next synthesis (the speaker
+    counts the time it waits with audio buffered towards the lead: only the deficit is waited,
+    not the whole next chunk). The speaker tells
     `underrun(starved_s)` when it ran dry (the floor goes up at once) and `clean_reply()` when a
     reply played without running dry (the floor comes down slowly)."""
 

@@ -123,3 +123,28 @@ def test_policy_lead_follows_the_real_time_factor():
 def test_config_is_validated(kwargs):
     with pytest.raises(ValueError):
         PreRollConfig(**kwargs)
+
+
+def test_only_the_deficit_is_waited_not_the_whole_next_chunk():
+    out = speaker(PreRollConfig())
+    chunks, rtf = [1.9, 3.0], 0.6
+    start = speak(out, "r", chunks, rtf=rtf)
+    written = rtf * chunks[0]
+    lead = out._preroll.floor_s + 1.25 * rtf * chunks[1]
+    assert out.stats()["underruns"] == 0
+    assert written + (lead - chunks[0]) - out.block_s <= start < written + rtf * chunks[1]  # before chunk 2
+
+
+def test_jitter_buffer_credits_the_time_audio_waited_from_the_gates_last_move():
+    from desktop.media.jitter import JitterBuffer
+
+    jb = JitterBuffer(1000, pre_roll_ms=100, credit_wait=True)  # 1 sample per ms
+    assert jb.read_into(np.zeros(20, np.float32)) == 0  # nothing buffered: waiting earns nothing
+    jb.write(np.ones(50, np.float32))
+    assert [jb.read_into(np.zeros(20, np.float32)) for _ in range(3)] == [0, 0, 0]  # 50 + 40 < 100
+    jb.set_pre_roll(100)  # the gate moved: what was waited no longer counts
+    assert [jb.read_into(np.zeros(20, np.float32)) for _ in range(3)] == [0, 0, 0]
+    assert jb.read_into(np.zeros(20, np.float32)) == 20  # 50 buffered + 60 waited >= 100
+    strict = JitterBuffer(1000, pre_roll_ms=100)  # today's gate: buffered audio only
+    strict.write(np.ones(50, np.float32))
+    assert all(strict.read_into(np.zeros(20, np.float32)) == 0 for _ in range(20))
