@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
@@ -39,6 +40,7 @@ from desktop.media.fake_audio import FakeAudioOutput  # noqa: E402
 from desktop.media.preroll import PreRollConfig  # noqa: E402
 from desktop.model.tts import make_tts  # noqa: E402
 from desktop.speech.pipeline import Pipeline, PipelineDone, PipelineError, Segment, SegmenterConfig  # noqa: E402
+from machine import machine  # noqa: E402
 
 REPLIES = [
     "Sure, here is a simple way to make a good cup of tea. Boil fresh water, pour it over the leaves "
@@ -75,18 +77,6 @@ SETTLE_S = 1.5  # between replies: longer than Piper takes for one sentence here
 def tokens(text: str) -> list[str]:
     """Pieces of about one LLM token each (≈4 letters, punctuation apart)."""
     return _TOKEN.findall(text)
-
-
-def cpu() -> dict:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count()}
 
 
 class Rig:
@@ -170,7 +160,7 @@ def measure(engines: tuple[str, ...] = ("piper", "espeak"), variants: tuple[str,
     """Every reply through every variant of every engine (variants interleaved reply by reply);
     returns per engine and variant the first-audio p50/p95 (ms), underruns, starved ms, the
     longest silence p50/p95 and the first segment's mean length in words, plus the CPU."""
-    result: dict = {**cpu(), "replies": len(replies), "tokens_per_s": rate, "listen_s": listen_s}
+    result: dict = {**machine(), "replies": len(replies), "tokens_per_s": rate, "listen_s": listen_s}
     for engine in engines:
         warm = make_tts(engine)
         list(warm.synthesize("Warm up, please."))
