@@ -18,7 +18,7 @@ class PreRollConfig:
     start_ms: float = 120.0
     min_ms: float = 40.0
     max_ms: float = 400.0
-    margin: float = 1.25
+    margin: float = 1.1
     unknown_s: float = 3.0
     raise_factor: float = 1.5  # an underrun multiplies the floor (and adds the silence it left)
     lower_ms: float = 10.0  # a reply without an underrun lowers the floor this much

@@ -66,7 +66,7 @@ def test_a_fast_synthesiser_starts_at_its_first_chunk_and_sooner_than_a_slow_one
 def test_text_to_come_not_known_yet_is_assumed_an_average_chunk():
     known, unknown = speaker(PreRollConfig()), speaker(PreRollConfig())
     short = [1.9, 1.0, 1.0]  # shorter than the 3 s assumed before any chunk is seen
-    assert speak(known, "r", short, rtf=0.6) < speak(unknown, "r", short, rtf=0.6, known=False)
+    assert speak(known, "r", short, rtf=0.7) < speak(unknown, "r", short, rtf=0.7, known=False)
     assert known.stats()["underruns"] == unknown.stats()["underruns"] == 0
 
 
@@ -130,7 +130,7 @@ def test_only_the_deficit_is_waited_not_the_whole_next_chunk():
     chunks, rtf = [1.9, 3.0], 0.6
     start = speak(out, "r", chunks, rtf=rtf)
     written = rtf * chunks[0]
-    lead = out._preroll.floor_s + 1.25 * rtf * chunks[1]
+    lead = out._preroll.floor_s + out._preroll.config.margin * rtf * chunks[1]
     assert out.stats()["underruns"] == 0
     assert written + (lead - chunks[0]) - out.block_s <= start < written + rtf * chunks[1]  # before chunk 2
 
