@@ -1,5 +1,5 @@
 """Where a streaming reply is cut into pieces for speech: sentence/clause boundaries, token caps,
-a small first window and a flush timer. Pure — no threads; the caller passes the time in."""
+the first clause alone and a flush timer. Pure — no threads; the caller passes the time in."""
 
 from __future__ import annotations
 
