@@ -17,6 +17,7 @@ from desktop.media.devices import (NO_OUTPUT, AudioUnavailable, find_output, imp
                                    stream_closed, stream_opened)
 from desktop.media.pulse import pulse_target
 from desktop.media.jitter import JitterBuffer
+from desktop.media.preroll import AdaptivePreRoll, PreRollConfig
 
 __all__ = ["AudioSink", "AudioUnavailable", "BufferedSink", "PlayedAudio", "SpeakerOutput", "Tap"]
 log = logging.getLogger(__name__)
@@ -72,6 +73,11 @@ class AudioSink(PlayedAudio, Protocol):
     def end(self, request_id: str) -> None:
         """No more audio for this request: play its tail without waiting for pre-roll."""
 
+    def pace(self, request_id: str, audio_s: float, synth_s: float, next_s: float | None = None) -> None:
+        """The synthesiser's word before it writes a chunk: it made `audio_s` seconds of audio in
+        `synth_s` seconds, and the chunk after it should hold `next_s` seconds (None: not known).
+        A sink with an adaptive pre-roll waits for enough audio to hide that synthesis."""
+
     def flush(self, request_id: str | None = None) -> None:
         """Stop playing this request (None: everything) within one device block; later writes
         for it are dropped."""
@@ -98,14 +104,20 @@ class BufferedSink:
 
     def __init__(self, device_rate: int, *, pre_roll_ms: float = 120, volume: float = 1.0,
                  block_ms: float = 20, capacity_s: float = 30, high_water_ms: float = 3000,
-                 max_block_s: float = 5.0, clock: Clock | None = None) -> None:  # fmt: skip
+                 max_block_s: float = 5.0, clock: Clock | None = None,
+                 adaptive: PreRollConfig | None = None) -> None:  # fmt: skip
+        """adaptive: a pre-roll that follows the synthesiser (`pace`) and the underruns
+        (`media/preroll.py`), starting at its `start_ms` instead of the fixed `pre_roll_ms`."""
         self.device_rate = int(device_rate)
         self.block_frames = max(1, int(round(block_ms * self.device_rate / 1000)))
         self.max_block_s = max_block_s
         self.clock: Clock = clock or RealClock()
         self.volume = volume
-        self._jitter = JitterBuffer(self.device_rate, capacity_s=capacity_s,
-                                    pre_roll_ms=pre_roll_ms, high_water_ms=high_water_ms)  # fmt: skip
+        self._jitter = JitterBuffer(self.device_rate, capacity_s=capacity_s, pre_roll_ms=pre_roll_ms,
+                                    high_water_ms=high_water_ms, credit_wait=adaptive is not None)  # fmt: skip
+        self._preroll = AdaptivePreRoll(adaptive) if adaptive is not None else None
+        if self._preroll is not None:
+            self._set_pre_roll(self._preroll.floor_s)
         self._lock = threading.Lock()  # serialises writers only; the callback never takes it
         self._resamplers: dict[str, tuple[int, Any]] = {}
         self._segments: BoundedDict[str, list[int]] = BoundedDict(_KEEP)  # rid -> [start, end] positions
@@ -150,8 +162,17 @@ class BufferedSink:
         with self._lock:
             if self._closed or request_id in self._flushed:
                 return
+            self._follow(request_id, paced=False)
             data = self._resample(request_id, data, int(sample_rate))
         self._append(request_id, data)
+
+    def pace(self, request_id: str, audio_s: float, synth_s: float, next_s: float | None = None) -> None:
+        if self._preroll is None:
+            return
+        with self._lock:
+            self._follow(request_id, paced=True)
+            self._preroll.measured(audio_s, synth_s)
+            self._set_pre_roll(self._preroll.lead_s(next_s))
 
     def end(self, request_id: str) -> None:
         with self._lock:
@@ -211,9 +232,25 @@ class BufferedSink:
             "first_audio_at": self._last_first_audio,
             "device_rate": self.device_rate,
             "dropped_s": self._dropped / self.device_rate,
+            "pre_roll_ms": 1000 * self._jitter.pre_roll / self.device_rate,
+            "tts_rtf": self._preroll.rtf if self._preroll is not None else None,
         }
 
     # ---- writer internals --------------------------------------------------------------------
+    def _follow(self, rid: str, *, paced: bool) -> None:
+        """Tell the adaptive pre-roll who writes and how often the speaker ran dry (caller holds
+        the lock); it may move the gate."""
+        jb = self._jitter
+        if self._preroll is not None and (lead := self._preroll.writing(
+                rid, paced=paced, underruns=jb.underruns, starved_s=jb.starved / self.device_rate)) is not None:
+            self._set_pre_roll(lead)
+
+    def _set_pre_roll(self, seconds: float) -> None:
+        """The jitter buffer's gate, read by the callback; below high water so that a writer held
+        at high water never waits on a reader that waits for pre-roll."""
+        jb = self._jitter
+        jb.set_pre_roll(min(int(round(seconds * self.device_rate)), int(0.8 * jb.high_water)))
+
     def _resample(self, rid: str, data: np.ndarray, rate: int) -> np.ndarray:
         entry = self._resamplers.get(rid)
         if entry is not None and entry[0] != rate:  # rate changed mid-request: new stream
@@ -294,15 +331,16 @@ class SpeakerOutput(BufferedSink):
 
     def __init__(self, device: int | str | None = None, *, pre_roll_ms: float = 120,
                  volume: float = 1.0, block_ms: float = 20, latency: str | float = "low",
-                 **kwargs: Any) -> None:  # fmt: skip
+                 adaptive: PreRollConfig | None = PreRollConfig(), **kwargs: Any) -> None:  # fmt: skip
         """kwargs go to BufferedSink (capacity_s, high_water_ms, max_block_s, clock). Low
         latency so that a flush (barge-in) is heard at once; PortAudio's own buffer would
-        otherwise keep playing for a few hundred ms."""
+        otherwise keep playing for a few hundred ms. The pre-roll adapts (`media/preroll.py`)
+        unless `adaptive` is None (then it is `pre_roll_ms`)."""
         self._sd = import_sounddevice()
         self.latency = latency
         self.device = find_output(device)  # raises AudioUnavailable with the plain message
         super().__init__(int(self.device.default_samplerate), pre_roll_ms=pre_roll_ms,
-                         volume=volume, block_ms=block_ms, **kwargs)  # fmt: skip
+                         volume=volume, block_ms=block_ms, adaptive=adaptive, **kwargs)  # fmt: skip
         self._channels = min(2, self.device.channels)
         self._stream: Any = None
         self.device_underflows = 0  # PortAudio reported output underflow (callback too late)

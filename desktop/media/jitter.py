@@ -14,7 +14,10 @@ class JitterBuffer:
     Each side publishes its position only after copying, so with the GIL no lock is needed.
 
     - Pre-roll: after start or an underrun, reading plays silence until `pre_roll` samples are
-      buffered, or until the stream has ended (`end()`), so a short last chunk still plays.
+      buffered, or until the stream has ended (`end()`), so a short last chunk still plays. The
+      writer may move the gate at any time (`set_pre_roll`: the adaptive pre-roll,
+      `media/preroll.py`); with `credit_wait`, silence played while audio waits counts towards
+      it (time spent waiting is time the synthesiser had to make more), from the gate's last move.
     - Underrun: a read that runs dry while playing, before the end mark, fills with silence and
       counts one underrun; playing then waits for pre-roll again.
     - Flush: `flush()` marks a range to skip; the next `read_into` jumps over it, so a flush
@@ -27,6 +30,7 @@ class JitterBuffer:
         capacity_s: float = 30.0,
         pre_roll_ms: float = 120.0,
         high_water_ms: float = 3000.0,
+        credit_wait: bool = False,
     ) -> None:
         if sample_rate <= 0 or capacity_s <= 0 or pre_roll_ms < 0:
             raise ValueError("sample_rate and capacity_s must be > 0, pre_roll_ms >= 0")
@@ -47,6 +51,10 @@ class JitterBuffer:
         self.starved = 0  # reader-owned, samples
         self._dry: int | None = None  # reader-owned: the _marks value when the stream ran dry
         self._marks = 0  # writer-owned
+        self.credit_wait = credit_wait
+        self._gate = 0  # writer-owned: bumped by set_pre_roll
+        self._waited = 0  # reader-owned: silence played while audio waited, since the gate moved
+        self._waited_gate = 0  # reader-owned: the _gate value _waited counts from
 
     # ---- writer side -------------------------------------------------------------------------
     @property
@@ -66,6 +74,12 @@ class JitterBuffer:
             self._ring[: k - first] = samples[first:k]
         self.write_pos += k  # publish after the copy
         return k
+
+    def set_pre_roll(self, samples: int) -> None:
+        """Move the gate (writer side): `samples` to buffer before playing; what was waited so
+        far no longer counts towards it."""
+        self.pre_roll = min(max(int(samples), 0), self.capacity)
+        self._gate += 1
 
     def end(self) -> None:
         """Everything written so far is complete: play it without waiting for pre-roll, and
@@ -112,9 +126,16 @@ class JitterBuffer:
         r = _skip(self.read_pos, skips)
         skipped = r != self.read_pos
         if not self.playing:
-            if w - r >= max(self.pre_roll, 1) or r < end <= w:
-                self.playing, self._dry = True, None
+            have = w - r
+            if self.credit_wait and have > 0:
+                if self._waited_gate != self._gate:
+                    self._waited, self._waited_gate = 0, self._gate
+                have += self._waited
+            if have >= max(self.pre_roll, 1) or r < end <= w:
+                self.playing, self._dry, self._waited = True, None, 0
             else:
+                if self.credit_wait and w > r:
+                    self._waited += n
                 out[:] = 0.0
                 if self._dry is not None and self._dry == self._marks and not skipped:
                     self.starved += n  # still refilling after an underrun: the gap goes on

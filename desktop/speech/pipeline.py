@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from desktop.speech.finished import FinishedReplies, Over
+from desktop.speech.pacing import Pacing
 from desktop.speech.segmenter import Segmenter, SegmenterConfig
 from desktop.speech.speech_types import AudioChunk, PipelineDone, PipelineError, Segment, TextDelta, TTSEngine
 from desktop.media.audio_out import AudioSink
@@ -46,6 +47,7 @@ class _Req:
     next_delta: int = 0  # caller side
     segmenter: Segmenter | None = None  # segmenter thread
     next_segment: int = 0
+    all_cut: bool = False  # every segment, the is_last one too, is in the speech queue (or spoken)
     first_segment_at: float | None = None
     segments: int = 0  # non-empty ones
     chars: int = 0
@@ -79,6 +81,11 @@ class _Lane(queue.Queue):
                 self.not_full.notify_all()
             return dropped
 
+    def first(self, request_id: str) -> object | None:
+        """The request's first queued item, if any."""
+        with self.mutex:
+            return next((item for item in self.queue if item.request_id == request_id), None)
+
 
 class Pipeline:
     """Two stage threads: the segmenter (TextDelta → Segment) and the TTS (Segment → audio →
@@ -105,6 +112,7 @@ class Pipeline:
         self._closed = threading.Event()
         self._threads = [threading.Thread(target=self._segment_loop, name="pipeline-segmenter", daemon=True),
                          threading.Thread(target=self._speak_loop, name="pipeline-tts", daemon=True)]
+        self._pacing = Pacing()  # the TTS thread's
         self._started = False
         self.feed_waits = 0  # how many times a feed/end had to wait at the high-water mark
 
@@ -256,6 +264,8 @@ class Pipeline:
                 req.first_segment_at = now
             self._emit(seg)
             self._put(self._speech, seg, req)
+        if last:
+            req.all_cut = True
 
     # ------------------------------------------------------------------ TTS stage
 
@@ -289,25 +299,41 @@ class Pipeline:
             self._emit(PipelineDone(req.request_id, req.stats(self._clock.now())))
 
     def _synthesize(self, req: _Req, seg: Segment) -> None:
-        """Synthesize and write chunk by chunk; a cancel is seen between chunks."""
+        """Synthesize and write chunk by chunk; a cancel is seen between chunks. Before each write
+        the sink hears how fast the chunk was made and what should come next (`AudioSink.pace`)."""
         if not seg.text:
             return
         t0 = self._clock.now()
         chunks = iter(self._tts.synthesize(seg.text))
+        sr, made = self._tts.sample_rate, 0
         try:
             while self._live(req):
                 t = self._clock.now()
                 samples = next(chunks, None)
-                req.synth_s += self._clock.now() - t
+                took = self._clock.now() - t
+                req.synth_s += took
                 if samples is None or not self._live(req):
                     return
                 samples = np.asarray(samples, dtype=np.float32).reshape(-1)
                 if samples.size:
                     if req.first_synth_ms is None:
                         req.first_synth_ms = (self._clock.now() - t0) * 1000
+                    made += samples.size
+                    self._sink.pace(req.request_id, samples.size / sr, took,
+                                    self._pacing.seconds(self._next_text(req)))
                     self._write(req, samples, seg.sequence)
         finally:
             getattr(chunks, "close", lambda: None)()
+            if made:
+                self._pacing.spoken(seg.text, made / sr)
+
+    def _next_text(self, req: _Req) -> str | None:
+        """The text of the request's next segment, if it is known: the one queued for the TTS,
+        or "" when all of it has been cut and nothing is queued; None while it is being written."""
+        queued = self._speech.first(req.request_id)
+        if queued is not None:
+            return queued.text
+        return "" if req.all_cut else None
 
     def _write(self, req: _Req, samples: np.ndarray, segment: int) -> None:
         rid, sr = req.request_id, self._tts.sample_rate

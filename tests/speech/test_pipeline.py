@@ -60,6 +60,10 @@ class FakeSink:
         with self.cond:
             self.log.append(("end", request_id, 0, self.clock.now()))
 
+    def pace(self, request_id, audio_s, synth_s, next_s=None):
+        with self.cond:
+            self.log.append(("pace", request_id, (audio_s, synth_s, next_s), self.clock.now()))
+
     def flush(self, request_id=None):
         with self.cond:
             self.log.append(("flush", request_id, 0, self.clock.now()))
@@ -288,7 +292,7 @@ def test_reply_with_no_sentence_end_is_still_spoken(rig):
 
 def test_tts_error_ends_the_request_with_a_clear_error_and_the_text_stays(rig):
     p, tts, sink, events, clock = rig(fail_on="boom")
-    p.feed("r1", "Hello there. Then boom happened. And more text. ")
+    p.feed("r1", "Hello there my friend. Then boom happened. And more text. ")
     p.feed("r2", "Other requests go on.")
     p.end("r2")
     events.wait_end("r1", "r2")
@@ -297,8 +301,8 @@ def test_tts_error_ends_the_request_with_a_clear_error_and_the_text_stays(rig):
     err, = events.of("r1", PipelineError)
     assert err.code == "tts_failed" and "Speech synthesis failed" in err.message and "text reply" in err.message
     assert not events.of("r1", PipelineDone)
-    assert events.of("r1", Segment)[0].text == "Hello there."
-    assert sink.samples("r1") == len("Hello there.") * SPC and sink.ops("r1", "end")
+    assert events.of("r1", Segment)[0].text == "Hello there my friend."
+    assert sink.samples("r1") == len("Hello there my friend.") * SPC and sink.ops("r1", "end")
     assert events.of("r2", PipelineDone) and sink.samples("r2") == len("Other requests go on.") * SPC
 
 
@@ -341,3 +345,25 @@ def test_virtual_clock_compute_mode_skips_sleeps_and_counts_compute():
     before = clock.now()
     sum(range(200_000))
     assert clock.now() > before
+
+
+def test_the_sink_is_paced_before_each_write_with_the_synthesis_time_and_what_comes_next(rig):
+    p, tts, sink, events, clock = rig(delay_s=0.05)
+    p.feed("r1", "Paris is lovely, and it is very old. It has many museums to see. ")
+    p.end("r1")
+    events.wait(lambda: any(s.is_last for s in events.of("r1", Segment)))  # all of it is cut
+    drive(clock, lambda: events.of("r1", PipelineDone))
+    ops = [e for e in sink.ops("r1") if e[0] in ("pace", "write")]
+    assert [op for op, *_ in ops] == ["pace", "write"] * (len(ops) // 2)
+    texts = [s.text for s in events.of("r1", Segment) if s.text]
+    assert texts[0] == "Paris is lovely,"
+    paces = [e[2] for e in ops if e[0] == "pace"]
+    assert [audio for audio, _, _ in paces] == [len(t) * SPC / SR for t in texts]
+    assert all(took == pytest.approx(0.05) for _, took, _ in paces)
+    assert paces[0][2] > 0 and paces[-1][2] == 0.0  # the next sentence's length, then nothing more
+    q = "r2"
+    p.feed(q, "It is still being written, and ")
+    drive(clock, lambda: [e for e in sink.ops(q) if e[0] == "pace"])
+    assert sink.ops(q, "pace")[0][2][2] is None  # the text to come is not known yet
+    p.end(q)
+    drive(clock, lambda: events.of(q, PipelineDone))

@@ -20,7 +20,8 @@ def segments(text: str | list[str], config: SegmenterConfig = SegmenterConfig())
 
 
 def test_sentences_are_cut_at_their_end_and_the_rest_comes_at_finish():
-    assert segments("Hello there. How are you? I am fine") == ["Hello there.", "How are you?", "I am fine"]
+    assert segments("Hello there my friend. How are you? I am fine") == \
+        ["Hello there my friend.", "How are you?", "I am fine"]
 
 
 def test_a_sentence_end_waits_for_the_next_character():
@@ -40,6 +41,39 @@ def test_first_window_prefers_the_last_clause_boundary():
     assert seg.push(", and more ", 0.0) == ["Sure, here is what I found,"]
 
 
+def test_first_clause_is_cut_as_soon_as_its_boundary_is_seen():
+    seg = Segmenter(SegmenterConfig(), 0.0)
+    assert seg.push("Paris is lovely,", 0.0) == []  # "lovely," could still be "lovely,5"
+    assert seg.push(" and", 0.0) == ["Paris is lovely,"]  # three words: no need to wait for six
+    assert seg.push(" it is old, very old. And", 0.0) == ["and it is old, very old."]  # then sentences
+    assert segments("Here is the plan: we go now")[0] == "Here is the plan:"
+    assert segments("It was very late — so we left")[0] == "It was very late —"
+
+
+def test_first_segment_is_never_one_or_two_words():
+    assert segments("Sure, here is what I found for you. ")[0] == "Sure, here is what I found"
+    assert segments("Well, I think so, yes. ")[0] == "Well, I think so,"
+    seg = Segmenter(SegmenterConfig(min_flush_interval_ms=600), 0.0)
+    assert seg.push("Well I ", 0.0) == [] and seg.deadline() is None  # the timer waits for a third word
+    assert seg.poll(5.0) == []
+    assert seg.push("think ", 5.0) == ["Well I think"]  # the timer is long past: complete words go
+    assert segments("Yes. The capital of France is Paris. ")[:2] == ["Yes. The capital of France is", "Paris."]
+    assert segments("Hi there") == ["Hi there"]  # a reply that short is spoken whole at its end
+
+
+def test_first_segment_never_ends_inside_a_word():
+    seg = Segmenter(SegmenterConfig(), 0.0)
+    assert seg.push("Well I think that the answ", 0.0) == []
+    assert seg.push("er", 0.0) == []  # "answer" may still grow ("answers")
+    assert seg.push(" is", 0.0) == ["Well I think that the answer"]
+
+
+def test_the_old_first_window_is_kept_as_a_setting():
+    old = SegmenterConfig(first_clause=False, first_min_tokens=1)
+    assert segments("Sure, here is what I found for you. ", old)[0] == "Sure,"  # back from the cap
+    assert segments("Paris is lovely, and it is old. ", old)[0] == "Paris is lovely,"
+
+
 def test_later_segments_wait_for_max_segment_tokens():
     words = " ".join(f"w{i}" for i in range(60)) + " "
     out = segments(words, SegmenterConfig(first_window_tokens=2, max_segment_tokens=10))
@@ -56,7 +90,8 @@ def test_no_split_inside_a_word_and_abbreviations_and_list_numbers_are_not_sente
     wide = SegmenterConfig(first_window_tokens=20)
     assert segments(["Mr", ". Smith met Dr. Who at 3.5 p.m. today. ", "Next."], wide) == \
         ["Mr. Smith met Dr. Who at 3.5 p.m. today.", "Next."]
-    assert segments("Steps:\n1. Open it\n2. Close it\n") == ["Steps:", "1. Open it", "2. Close it", ""]
+    assert segments("Here are the steps:\n1. Open it\n2. Close it\n") == \
+        ["Here are the steps:", "1. Open it", "2. Close it", ""]
 
 
 def test_cjk_sentences_and_tokens():
@@ -86,8 +121,8 @@ def test_whole_reply_window_waits_for_finish():
 
 
 def test_window_size_n_groups_sentences_after_the_first():
-    assert segments("One. Two. Three. Four. Five. Six.", SegmenterConfig(window_size=2)) == \
-        ["One.", "Two. Three.", "Four. Five.", "Six."]
+    assert segments("This is one. Two. Three. Four. Five. Six.", SegmenterConfig(window_size=2)) == \
+        ["This is one.", "Two. Three.", "Four. Five.", "Six."]
 
 
 def test_reply_without_any_boundary_is_spoken_at_finish():
@@ -101,7 +136,7 @@ def test_markdown_noise_is_not_spoken():
     assert segments("```python\nprint(1)\n```\n* done\n") == ["print(1)", "done", ""]
 
 
-@pytest.mark.parametrize("kwargs", [dict(first_window_tokens=0), dict(max_segment_tokens=3),
+@pytest.mark.parametrize("kwargs", [dict(first_window_tokens=0), dict(max_segment_tokens=3), dict(first_min_tokens=0),
                                     dict(min_flush_interval_ms=0), dict(window_size=0), dict(window_size=-2)])
 def test_config_is_validated(kwargs):
     with pytest.raises(ValueError):
@@ -115,9 +150,11 @@ _TEXT = st.lists(st.tuples(_WORD, _SEP), min_size=1, max_size=60).map(lambda ws:
 
 @settings(max_examples=150, deadline=None)
 @given(text=_TEXT, cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=30),
-       window=st.sampled_from([1, 2, -1]), first=st.integers(1, 8))
-def test_random_chunking_gives_the_same_segments(text, cuts, window, first):
-    config = SegmenterConfig(first_window_tokens=first, max_segment_tokens=first + 7, window_size=window)
+       window=st.sampled_from([1, 2, -1]), first=st.integers(1, 8), least=st.integers(1, 4),
+       clause=st.booleans())
+def test_random_chunking_gives_the_same_segments(text, cuts, window, first, least, clause):
+    config = SegmenterConfig(first_window_tokens=first, max_segment_tokens=first + 7, window_size=window,
+                             first_min_tokens=least, first_clause=clause)
     bounds = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
     deltas = [text[a:b] for a, b in zip(bounds, bounds[1:])]
     whole = segments(text, config)
