@@ -44,6 +44,7 @@ class Draft:
         self._waiting: str | None = None  # the newest words not sent yet ("": a withdrawal)
         self._sending = False  # a send task runs (at most one)
         self._drafted = False  # the session may hold a draft of ours
+        self._running: str | None = None  # the request id of the draft sent and not ended
 
     def begin(self) -> None:
         """An utterance starts: its partials will be drafted."""
@@ -67,14 +68,19 @@ class Draft:
             if self._waiting is not None:
                 self._kick()
 
-    def finish(self) -> DraftTurn:
-        """The turn's final words are on their way (with the reply): no more drafts of it."""
+    async def finish(self) -> DraftTurn:
+        """The turn's final words are on their way (with the reply): no more drafts of it, and a
+        draft still queued or prefilling is cancelled (its KV so far is kept), so that they do
+        not wait for it."""
         with self._lock:
             turn, self._turn.closed = self._turn, True
             if self._waiting:
                 self._waiting = None  # the final words replace it
             self._drafted = False  # the reply's command replaces whatever the session holds
-            return turn
+            running = self._running
+        if running is not None:
+            await self.session.cancel(running)
+        return turn
 
     # ------------------------------------------------------------------ on the loop
 
@@ -108,8 +114,12 @@ class Draft:
                     return  # its turn ended meanwhile: the final words went (or go) in its place
                 self._drafted = bool(text)
             stream = self.session.append([{"role": "user", "content": text}] if text else [], draft=True)
-        async for event in stream:
-            if isinstance(event, PrefillDone) and text and turn.first_cached is None:
-                turn.first_cached = event.cached_tokens
-            elif isinstance(event, ErrorEvent):
-                raise OmnideskError(event.message, code=event.code)
+            self._running = stream.request_id
+        try:
+            async for event in stream:
+                if isinstance(event, PrefillDone) and text and turn.first_cached is None:
+                    turn.first_cached = event.cached_tokens
+                elif isinstance(event, ErrorEvent):
+                    raise OmnideskError(event.message, code=event.code)
+        finally:
+            self._running = None

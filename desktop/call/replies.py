@@ -56,12 +56,13 @@ class Replies:
         reply = self.current = CallReply(metrics=metrics)
         reply.task = asyncio.current_task()
         state = self.turn_taking.state
-        drafted = self.draft.finish()  # what the user's words drafted so far is replaced by them
         try:
             frames = self.video.take() if self.video is not None else []
             content = user_content(text, frames)
             metrics.images = len(frames)
-            async with self.session.lane:  # after a cut reply's trim, never before it
+            # the lane is taken before anything is awaited: a cut of this reply waits behind it
+            async with self.session.lane:  # and after a cut of the last reply has trimmed it
+                drafted = await self.draft.finish()  # the words replace what was drafted of them
                 # one command: the words go in and the reply starts, with no round trip between
                 stream = self.session.generate(self.params, [{"role": "user", "content": content}])
             reply.request_id = stream.request_id

@@ -12,7 +12,7 @@ from gw_helpers import gateway, run, settle
 from desktop.call.draft import Draft
 from desktop.call.session import CallSession
 from desktop.call.tasks import CallTasks
-from desktop.protocol import AppendInput, CreateSession, Generate
+from desktop.protocol import AppendInput, CreateSession, Generate, Stop
 
 
 async def rig(host: FakeHost, gw) -> tuple[Draft, CallSession]:
@@ -63,15 +63,17 @@ def test_nothing_of_a_turn_goes_in_after_its_final_words() -> None:
             draft.partial("tell me")
             await settle()
             draft.partial("tell me a")  # waits behind the draft in flight
-            turn = draft.finish()  # the final words go with the reply, as Replies sends them
+            turn = await draft.finish()  # the final words go with the reply, as Replies sends them
             async with session.lane:
                 reply = session.generate(None, [{"role": "user", "content": "tell me a story"}])
-            await end_running(host)  # the draft ends; the reply runs; no stale draft after it
+            await settle()
+            assert reply.request_id in host.active  # the draft in flight was stopped: no wait for it
             await end_running(host)
             assert drafts(host) == [("tell me",)]
-            sent = [c for c in host.commands if isinstance(c, (AppendInput, Generate))]
-            assert isinstance(sent[-1], Generate) and sent[-1].messages[0].content == "tell me a story"
-            assert turn.first_cached == 5 and turn.kept(12) == 7 and reply.request_id
+            sent = [c for c in host.commands if isinstance(c, (AppendInput, Generate, Stop))]
+            assert [type(c) for c in sent] == [AppendInput, Stop, Generate]
+            assert sent[-1].messages[0].content == "tell me a story"
+            assert turn.first_cached == 5 and turn.kept(12) == 7
             draft.partial("late words")  # a partial of the closed turn
             await settle()
             assert drafts(host) == [("tell me",)]
@@ -126,7 +128,7 @@ def test_a_draft_held_behind_a_cut_is_dropped_if_its_turn_ends_meanwhile() -> No
             draft.begin()
             draft.partial("stop")  # taken by the sender, which waits for the lane
             await settle()
-            draft.finish()  # a short utterance: its final words come before the cut is done
+            await draft.finish()  # a short utterance: its final words come before the cut is done
             session.lane.release()
             await settle()
             assert drafts(host) == []

@@ -5,7 +5,7 @@ final words makes (greedy, the tiny model, the real gateway and Voice on a virtu
 
 from __future__ import annotations
 
-from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames, until_phase
+from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber, call_rig, pump_frames, spoken_ids, until_heard, until_phase
 from gw_helpers import run
 
 from desktop.call.call import Call, CallEvent
@@ -62,6 +62,70 @@ def test_partials_are_prefilled_and_the_reply_is_that_of_the_final_words():
         events = [e async for e in gw.generate_stream(alone, params, [{"role": "user", "content": FINAL}])]
         assert turn.assistant_text == "".join(e.text_delta for e in events if isinstance(e, ChunkEvent))
         assert turn.new_tokens + turn.draft_tokens == events[-1].stats.new_tokens  # the rest: the final word on
+        await call.end()
+        await gw.close()
+        voice.close()
+        speaker.close()
+
+    run(main(), timeout=120)
+
+
+class Partials(ScriptedTranscriber):
+    """Each utterance: a partial of its words at once (its onset, in the pre-roll) and every few
+    voiced frames, then the final text."""
+
+    def begin(self, pre_roll, on_partial) -> None:
+        self.began += 1
+        self.on_partial, self.voiced = on_partial, 0
+        on_partial(self.texts[0].split()[0])  # a barge-in's: while the reply is being cut
+
+    def feed(self, samples, voiced) -> None:
+        self.fed += samples.size
+        self.voiced += voiced
+        words = self.texts[0].split()
+        if voiced and self.voiced % 2 == 0:
+            self.on_partial(" ".join(words[: self.voiced // 2]))
+
+
+def test_a_barge_ins_drafts_go_in_after_the_trim_and_the_context_is_what_was_said_and_heard():
+    async def main() -> None:
+        clock = VirtualClock()
+        speaker, voice, gw = await call_rig(clock)
+        spoken = spoken_ids(voice)
+        params = SamplingParams(max_tokens=30, ignore_eos=True)
+        mic = ScriptedMic(clock)
+        said = ["Tell me a story.", "No, a short one please."]
+        call = Call(gw, mic, voice, EnergyDetector(), Partials(said), clock=clock, system=SYSTEM, params=params)
+        events: list[CallEvent] = []
+        call.listeners.append(events.append)
+        await call.start()
+
+        async def frames(n: int, loud: bool) -> None:
+            await pump_frames(clock, mic, speaker, call, n, loud)
+
+        await frames(25, True)
+        await until_phase(call, CallPhase.SPEAKING, frames, events=events)
+        await until_heard(voice, spoken, frames)
+        first = call.turns[0]
+        for _ in range(400):  # the user talks over the reply: partials come while it is cut
+            if first.heard is not None:
+                break
+            await frames(1, True)
+        await frames(10, True)
+        await frames(10, False)
+        await until_phase(call, CallPhase.SPEAKING, frames, events=events)
+        second = call.turns[1]
+        for _ in range(400):
+            if second.ttft_ms is not None:
+                break
+            await frames(1, False)
+        assert not [e for e in events if e.kind == "error"]
+        history = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": said[0]}]
+        history += [{"role": "assistant", "content": first.heard}] if first.heard else []
+        history += [{"role": "user", "content": said[1]}]
+        alone = [e async for e in gw.chat(history, params)]  # no session, no drafts: the same context
+        assert second.assistant_text == "".join(e.text_delta for e in alone if isinstance(e, ChunkEvent))
+        assert second.draft_tokens > 0
         await call.end()
         await gw.close()
         voice.close()
