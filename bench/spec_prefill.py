@@ -9,8 +9,10 @@ turn, interleaved so that the machine's load falls on all three alike:
 - `one_trip`: no drafts; the final words and the reply as one command;
 - `two_trips`: no drafts; AppendInput then Generate, sent together (the call before issue 21: the
   gateway holds the Generate until the append's Done has come back).
-`turn_ttft_ms`: the final words handed to the gateway → the reply's first text. Greedy: the three
-sessions must give the same replies (`replies_equal`). The last line of `__main__` is JSON."""
+`turn_ttft_ms`: the final words handed to the gateway → the reply's first text; `worker_ttft_ms`:
+the reply request's own, from its arrival at the worker (in `two_trips` without the append and
+the trip between). Greedy: the three sessions must give the same replies (`replies_equal`). The
+last line of `__main__` is JSON."""
 
 from __future__ import annotations
 
@@ -105,7 +107,8 @@ async def _turn(gw: Gateway, sid: str, mode: str, text: str, params: SamplingPar
         stream = gw.generate_stream(sid, params, user)
     ttft, reply, done = await _reply(stream, t0)
     drafted = 0 if first_cached is None else max(done.stats.cached_tokens - first_cached, 0)
-    return {"ttft_ms": ttft, "reply": reply, "new_tokens": done.stats.new_tokens, "draft_tokens": drafted}
+    return {"ttft_ms": ttft, "worker_ttft_ms": done.stats.ttft_ms, "reply": reply, "new_tokens": done.stats.new_tokens,
+            "draft_tokens": drafted}
 
 
 async def _run(turns: list[str], model: str, dtype: str, threads: int, reply_tokens: int) -> dict:
@@ -140,6 +143,7 @@ def measure(turns: list[str] | None = None, model: str = "default", dtype: str =
         ttft = [r["ttft_ms"] for r in rows[mode]]
         out[mode] = {"turn_ttft_ms": [round(x, 1) for x in ttft], "turn_ttft_ms_p50": round(statistics.median(ttft), 1),
                      "turn_ttft_ms_mean": round(statistics.fmean(ttft), 1),
+                     "worker_ttft_ms_p50": round(statistics.median(r["worker_ttft_ms"] for r in rows[mode]), 1),
                      "new_tokens": [r["new_tokens"] for r in rows[mode]]}
     out["drafts"]["draft_tokens"] = [r["draft_tokens"] for r in rows["drafts"]]
     p50 = {mode: out[mode]["turn_ttft_ms_p50"] for mode in MODES}
