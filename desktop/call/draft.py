@@ -85,8 +85,9 @@ class Draft:
     # ------------------------------------------------------------------ on the loop
 
     def _kick(self) -> None:
-        """Under the lock: start the sender unless one runs (it takes the newest words)."""
-        if not self._sending:
+        """Under the lock: start the sender unless one runs (it takes the newest words). Nothing
+        before the call started (its loop is not known yet)."""
+        if not self._sending and self.tasks.loop is not None:
             self._sending = True
             self.tasks.spawn(self._send_all())
 

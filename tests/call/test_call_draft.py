@@ -133,3 +133,23 @@ def test_a_draft_held_behind_a_cut_is_dropped_if_its_turn_ends_meanwhile() -> No
             await settle()
             assert drafts(host) == []
     run(main())
+
+
+def test_partials_before_the_call_started_do_not_stop_later_drafts() -> None:
+    async def main() -> None:
+        host = FakeHost("w")
+        async with gateway(host) as gw:
+            tasks = CallTasks()
+            session = CallSession(gw, tasks)
+            draft = Draft(session, tasks)
+            draft.begin()
+            draft.partial("too early")  # no loop yet: nothing runs, nothing is stuck
+            tasks.bind()
+            opening = asyncio.create_task(session.open(None))
+            await settle()
+            host.finish(next(c.request_id for c in host.commands if isinstance(c, CreateSession)))
+            await opening
+            draft.partial("now")
+            await settle()
+            assert drafts(host) == [("now",)]
+    run(main())
