@@ -93,20 +93,27 @@ class Draft:
 
     async def _send_all(self) -> None:
         try:
-            while True:
-                with self._lock:
-                    text, turn, self._waiting = self._waiting, self._turn, None
-                    if text is None:
-                        return
+            while (item := self._next()) is not None:
                 try:
-                    await self._send(text, turn)
+                    await self._send(*item)
                 except OmnideskError as exc:  # a draft is only a head start: the final words still go
                     log.info("A draft of the user's words was not prefilled: %s", exc.message)
                 except Exception:
                     log.exception("A draft of the user's words failed")
-        finally:
+        except BaseException:  # cancelled (the call is closing): a later partial starts a new sender
             with self._lock:
                 self._sending = False
+            raise
+
+    def _next(self) -> tuple[str, DraftTurn] | None:
+        """The newest words to send and their turn; None (the sender stops) when there are none,
+        decided under the lock that `partial` takes, so no words are left behind unsent."""
+        with self._lock:
+            text, self._waiting = self._waiting, None
+            if text is None:
+                self._sending = False
+                return None
+            return text, self._turn
 
     async def _send(self, text: str, turn: DraftTurn) -> None:
         async with self.session.lane:
