@@ -39,11 +39,12 @@ class EngineProxy:
     def pause_call(self, session_id: str, paused: bool) -> None:
         self._engine().pause_call(session_id, paused)
 
-    def append_input(self, session_id: str, messages: Iterable[Any]) -> RequestEvents:
-        return self._engine().append_input(session_id, messages)
+    def append_input(self, session_id: str, messages: Iterable[Any], draft: bool = False) -> RequestEvents:
+        return self._engine().append_input(session_id, messages, draft)
 
-    def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None) -> RequestEvents:
-        return self._engine().generate_stream(session_id, params)
+    def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None,
+                        messages: Iterable[Any] | None = None) -> RequestEvents:
+        return self._engine().generate_stream(session_id, params, messages)
 
     def truncate_reply(self, session_id: str, text: str) -> Coroutine[Any, Any, None]:
         return self._engine().truncate_reply(session_id, text)

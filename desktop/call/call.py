@@ -14,6 +14,7 @@ import asyncio
 from typing import Any
 
 from desktop.call.cut import ReplyCut
+from desktop.call.draft import Draft
 from desktop.call.duck import Ducker
 from desktop.call.end_of_turn import EndOfTurn, TurnModel
 from desktop.call.events import CallEvent, CallEvents, TurnMetrics
@@ -58,8 +59,9 @@ class Call:
         self.turn_taking = TurnTaking(self.state, clock, self.events.emit, self._act)
         self.speaker = ReplyVoice(voice)  # the reply's text deltas → the voice
         self.ducker = Ducker(voice, on_false_alarm=getattr(canceller, "false_alarm", None))
+        self.draft = Draft(self.session, self.tasks)  # the user's words prefilled while they speak
         self.utterance = Utterance(transcriber, self.turn_taking, clock, self.events.emit,
-                                   getattr(mic, "sample_rate", 16000))
+                                   getattr(mic, "sample_rate", 16000), self.draft)
         # the smart end of turn (the detector then reports pauses), or None: the silence rule
         self.end_of_turn = EndOfTurn(turn_model, self.turn_taking) if turn_model is not None else None
         self.mic_frames = MicFrames(detector, canceller, self.ducker, self.utterance, self.turn_taking, self.events.emit,
@@ -67,7 +69,7 @@ class Call:
         # Observers of the raw microphone (samples, clock time of the first one), before echo
         # cancellation, on the media thread; they must only copy (e.g. the recorder's chunker).
         self.frame_taps = self.mic_frames.frame_taps
-        self.replies = Replies(self.session, self.speaker, voice, self.utterance, self.turn_taking, clock,
+        self.replies = Replies(self.session, self.draft, self.speaker, voice, self.utterance, self.turn_taking, clock,
                                self.events.emit, video,
                                params or SamplingParams(max_tokens=200, temperature=0.7, top_p=0.9))
         self.turns = self.replies.turns

@@ -34,17 +34,21 @@ class ReplyCut:
         self.tasks.spawn(self._cut(reply, reason))
 
     async def _cut(self, reply: CallReply, reason: str) -> None:
-        if reply.request_id is not None:
-            await self.session.cancel(reply.request_id)
-        if reply.task is not None and reply.task is not asyncio.current_task():
-            await asyncio.gather(reply.task, return_exceptions=True)
-        if reply.request_id is None:
-            return
-        heard = self.voice.heard(reply.request_id)
-        reply.metrics.heard = heard
-        try:
-            await self.session.truncate(heard)
-        except OmnideskError as exc:  # nothing generated yet, or the session is gone
-            log.info("Nothing truncated after a %s: %s", reason, exc.message)
+        # The session's lane from the cancel to the trim: drafts of the user's next words (a
+        # barge-in's come at once) go in after the trim, never between. This task starts before
+        # any of theirs, and after the reply's own run, which takes the lane only to send.
+        async with self.session.lane:
+            if reply.request_id is not None:
+                await self.session.cancel(reply.request_id)
+            if reply.task is not None and reply.task is not asyncio.current_task():
+                await asyncio.gather(reply.task, return_exceptions=True)
+            if reply.request_id is None:
+                return
+            heard = self.voice.heard(reply.request_id)
+            reply.metrics.heard = heard
+            try:
+                await self.session.truncate(heard)
+            except OmnideskError as exc:  # nothing generated yet, or the session is gone
+                log.info("Nothing truncated after a %s: %s", reason, exc.message)
         self.emit(CallEvent("cut", heard, reason=reason))
         self.emit(CallEvent("metrics", metrics=reply.metrics))

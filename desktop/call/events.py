@@ -23,6 +23,7 @@ class TurnMetrics:
     ttft_ms: float | None = None  # the reply's first token (the worker's figure)
     cached_tokens: int = 0
     new_tokens: int = 0
+    draft_tokens: int = 0  # of the cached ones, prefilled while the user spoke (drafts of their words)
     kv_tokens: int = 0  # the session's KV after the reply
     transcript_t: float | None = None  # clock time the final transcript was there
     first_token_t: float | None = None  # clock time the reply's first text arrived

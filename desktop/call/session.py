@@ -4,6 +4,7 @@ heard, and the session ends with the call."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -21,17 +22,22 @@ class CallSession:
     def __init__(self, gateway: EngineApi, tasks: CallTasks) -> None:
         self.gateway, self.tasks = gateway, tasks
         self.id: str | None = None
+        # Who sends to the session, in order (on the call's loop): a cut holds it from its
+        # cancel to its trim, so no draft of the user's next words goes in between.
+        self.lane = asyncio.Lock()
 
     async def open(self, system: str | None) -> None:
         self.id = await self.gateway.create_session(system, call=True)
 
-    def append(self, messages: list[dict[str, Any]]) -> Any:
-        """The stream of appending `messages` to the session (not awaited here)."""
-        return self.gateway.append_input(self.id, messages)
+    def append(self, messages: list[dict[str, Any]], draft: bool = False) -> Any:
+        """The stream of appending `messages` to the session (not awaited here); `draft`: the
+        user's words so far, which the next input replaces."""
+        return self.gateway.append_input(self.id, messages, draft)
 
-    def generate(self, params: SamplingParams) -> Any:
-        """The stream of the next reply (the session runs it after what was appended)."""
-        return self.gateway.generate_stream(self.id, params)
+    def generate(self, params: SamplingParams, messages: list[dict[str, Any]] | None = None) -> Any:
+        """The stream of the next reply, `messages` (the user's final words) appended first by the
+        same command."""
+        return self.gateway.generate_stream(self.id, params, messages)
 
     async def cancel(self, request_id: str) -> None:
         try:

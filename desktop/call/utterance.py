@@ -11,6 +11,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from desktop.call.draft import Draft
 from desktop.call.events import CallEvent
 from desktop.call.turn_taking import TurnTaking
 from desktop.media.clock import Clock
@@ -39,8 +40,9 @@ class Utterance:
     time the speech ended) of the latest final transcript, for the reply's metrics."""
 
     def __init__(self, transcriber: Transcriber, turn_taking: TurnTaking, clock: Clock,
-                 emit: Callable[[CallEvent], None], sample_rate: int = 16000) -> None:  # fmt: skip
+                 emit: Callable[[CallEvent], None], sample_rate: int = 16000, draft: Draft | None = None) -> None:  # fmt: skip
         self.transcriber, self.turn_taking, self.clock, self.emit = transcriber, turn_taking, clock, emit
+        self.draft = draft  # the partials, prefilled into the session while the user speaks
         self.keep = int(PRE_ROLL_S * sample_rate)  # samples of pre-roll
         self.collecting = False
         self.end_t: float | None = None  # when the user's speech ended (the VAD's or the key's time)
@@ -61,7 +63,14 @@ class Utterance:
     def begin(self) -> None:
         self.collecting = True
         pre = np.concatenate(list(self._recent)) if self._recent else np.zeros(0, np.float32)
-        self.transcriber.begin(pre, lambda text: self.emit(CallEvent("partial", text)))
+        if self.draft is not None:
+            self.draft.begin()
+        self.transcriber.begin(pre, self._partial)
+
+    def _partial(self, text: str) -> None:
+        self.emit(CallEvent("partial", text))
+        if self.draft is not None:
+            self.draft.partial(text)
 
     def finish(self) -> None:
         self.collecting = False
@@ -71,6 +80,8 @@ class Utterance:
     def cancel(self) -> None:
         self.collecting = False
         self.transcriber.cancel()
+        if self.draft is not None:
+            self.draft.withdraw()
 
     def _transcribed(self, text: str, asr_ms: float, end_t: float) -> None:
         """The final transcript of an utterance (on the transcriber's thread)."""
@@ -78,5 +89,7 @@ class Utterance:
             self.last = (text, asr_ms, end_t)
         if text.strip():
             self.emit(CallEvent("user", text.strip()))
+        elif self.draft is not None:  # no words after all: no turn, and no draft of one
+            self.draft.withdraw()
         state = self.turn_taking.state
         self.turn_taking.do(lambda now: state.transcript(text, now))

@@ -189,18 +189,33 @@ class Gateway:
         if not self._sessions.is_closed(session_id):
             self._pool.mark_call(self._sessions.worker_of(session_id), session_id, paused)
 
-    def append_input(self, session_id: str, messages: Iterable[Any]) -> RequestStream:
-        """Append messages to a session and prefill them (waits for the session's worker)."""
+    def append_input(self, session_id: str, messages: Iterable[Any], draft: bool = False) -> RequestStream:
+        """Append messages to a session and prefill them (waits for the session's worker).
+        `draft`: they are provisional, and the session's next input replaces them (only what
+        differs is prefilled then); a draft with no messages withdraws the draft."""
         worker_id = self._sessions.worker_of(session_id)
-        msgs = parse_messages(messages, self._max_chars())
+        if not isinstance(draft, bool):
+            raise InvalidRequest(f"draft must be true or false (got {type(draft).__name__}).")
+        msgs = self._session_messages(messages) if draft else parse_messages(messages, self._max_chars())
         rid = self._new_id(None)
-        return self._enqueue(Request(rid, AppendInput(rid, session_id, msgs), self._future(), pin=worker_id))
+        return self._enqueue(Request(rid, AppendInput(rid, session_id, msgs, draft), self._future(), pin=worker_id))
 
-    def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None) -> RequestStream:
-        """Generate the session's reply from what was appended so far."""
+    def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None,
+                        messages: Iterable[Any] | None = None) -> RequestStream:
+        """Generate the session's reply from what was appended so far; `messages` (the user's
+        final words, replacing a draft) go in first, in the same command: no round trip between."""
         worker_id = self._sessions.worker_of(session_id)
+        msgs = self._session_messages(messages)
         rid = self._new_id(None)
-        return self._enqueue(Request(rid, Generate(rid, session_id, as_params(params)), self._future(), pin=worker_id))
+        cmd = Generate(rid, session_id, as_params(params), msgs)
+        return self._enqueue(Request(rid, cmd, self._future(), pin=worker_id))
+
+    def _session_messages(self, messages: Iterable[Any] | None) -> tuple[Message, ...]:
+        """Messages checked as append_input checks them, where none is allowed too."""
+        if messages is None:
+            return ()
+        raw = messages if isinstance(messages, (str, bytes, dict)) else list(messages)
+        return parse_messages(raw, self._max_chars()) if raw else ()
 
     async def truncate_reply(self, session_id: str, text: str) -> None:
         """The session's last message, the reply it generated, becomes `text`: what the user heard

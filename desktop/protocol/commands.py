@@ -30,20 +30,29 @@ class CreateSession:
 
 @dataclass(frozen=True, slots=True)
 class AppendInput:
-    """Append new messages (the delta) to a session and prefill them."""
+    """Append new messages (the delta) to a session and prefill them.
+
+    `draft`: the messages are provisional (a voice call's partial transcript, prefilled while the
+    user still speaks). The session's next AppendInput or Generate(messages=…) replaces them: only
+    what differs from the draft's ids is prefilled. A draft with no messages withdraws the draft;
+    a Generate without messages makes it final."""
 
     request_id: str
     session_id: str
     messages: tuple[Message, ...]
+    draft: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Generate:
-    """Generate the assistant's reply in a session from what has been appended so far."""
+    """Generate the assistant's reply in a session from what has been appended so far; `messages`
+    (the user's final words) are appended first, replacing a draft, in the same command: a voice
+    turn needs no round trip between its words and its reply."""
 
     request_id: str
     session_id: str
     params: SamplingParams = field(default_factory=SamplingParams)
+    messages: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,11 +51,15 @@ class EngineApi(Protocol):
     def pause_call(self, session_id: str, paused: bool) -> None:
         """A call's session was paused or resumed."""
 
-    def append_input(self, session_id: str, messages: Iterable[Any]) -> RequestEvents:
-        """Append messages to a session and prefill them."""
+    def append_input(self, session_id: str, messages: Iterable[Any], draft: bool = False) -> RequestEvents:
+        """Append messages to a session and prefill them. `draft`: provisional (the user's words
+        while they speak); the session's next input replaces them, prefilling only what differs;
+        no messages with `draft` withdraws the draft."""
 
-    def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None) -> RequestEvents:
-        """Generate the session's reply from what was appended so far."""
+    def generate_stream(self, session_id: str, params: SamplingParams | dict | None = None,
+                        messages: Iterable[Any] | None = None) -> RequestEvents:
+        """Generate the session's reply from what was appended so far; `messages` (the user's
+        final words, in place of a draft) are appended first, by the same command."""
 
     async def truncate_reply(self, session_id: str, text: str) -> None:
         """The session's last reply becomes `text`, what the user heard of it ("" drops it)."""

@@ -16,7 +16,7 @@ from desktop.protocol import AppendInput, CacheReason, Chat, CreateSession, Gene
 from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_ops import Clear, CopyPrefix, Crop, Fill, KvOp, Restore, Save
 from desktop.workers.matcher import Matcher
-from desktop.workers.sequence import Placement, Seq, Session
+from desktop.workers.sequence import Mark, Placement, Seq, Session
 from desktop.workers.slots import Slot, SlotTable, common_prefix
 from desktop.workers.spc import SystemPromptCache
 
@@ -70,23 +70,32 @@ class Admission:
         return Placement(slot, prompt, 0, MatchKind.MISS.value, False)
 
     def _plan_append(self, seq: Seq) -> Placement:
-        session = seq.session
-        try:
-            delta = self.template.encode_delta(session.history, seq.msgs).ids
-        except ValueError:
-            raise InvalidRequest("This model's chat template cannot be extended message by message; use plain chat.") from None
-        cached = len(session.slot.ids)
+        ids, history = self._input_ids(seq)
+        cached = common_prefix(seq.session.slot.ids, ids)
         kind = MatchKind.EXTEND if cached else MatchKind.MISS
-        return Placement(session.slot, session.slot.ids + session.pending + delta, cached, kind.value, False,
-                         history=_session_history(session))
+        return Placement(seq.session.slot, ids, cached, kind.value, False, history=history)
 
     def _plan_generate(self, seq: Seq) -> Placement:
-        session, gen = seq.session, self.template.gen_prompt_ids
-        prompt = session.slot.ids + session.pending + gen
-        cached = min(len(session.slot.ids), len(prompt) - 1)
+        gen = self.template.gen_prompt_ids
+        ids, history = self._input_ids(seq)
+        prompt = ids + gen
+        cached = min(common_prefix(seq.session.slot.ids, ids), len(prompt) - 1)
         kind = MatchKind.HIT if len(prompt) - cached <= len(gen) else MatchKind.EXTEND
-        return Placement(session.slot, prompt, cached, (kind if cached else MatchKind.MISS).value, True,
-                         history=_session_history(session))
+        return Placement(seq.session.slot, prompt, cached, (kind if cached else MatchKind.MISS).value, True,
+                         history=history)
+
+    def _input_ids(self, seq: Seq) -> tuple[list[int], int]:
+        """The session's ids once the request's messages are in (in place of its draft, if they
+        replace it), and its history: the ids before them that its KV holds (all of them after a
+        failed turn, when it holds none). The KV keeps the common prefix; only the rest is prefilled."""
+        session, at = seq.session, _input_at(seq)
+        ids = (session.slot.ids + session.pending)[: at.ids]
+        if seq.msgs:
+            try:
+                ids += self.template.encode_delta(session.history[: at.messages], seq.msgs).ids
+            except ValueError:
+                raise InvalidRequest("This model's chat template cannot be extended message by message; use plain chat.") from None
+        return ids, min(len(session.slot.ids), at.ids) or at.ids
 
     def _check(self, seq: Seq, p: Placement, keep: Slot | None = None) -> None:
         ctx = self.window
@@ -104,9 +113,8 @@ class Admission:
             session = Session(seq.command.session_id, slot, list(seq.msgs), busy=seq.request_id)
             self.sessions[session.session_id] = session
             slot.session_id, seq.session = session.session_id, session
-        elif isinstance(seq.command, AppendInput):
-            seq.session.history += seq.msgs
-            seq.session.reply_at = None  # the reply is no longer the last message
+        elif isinstance(seq.command, (AppendInput, Generate)):
+            self._take_input(seq)
         slot.request_id = seq.request_id
         i = slot.index
         if copied:
@@ -128,6 +136,19 @@ class Admission:
         seq.placement, seq.num_kv, seq.t_admitted = p, p.cached, self.clock()
         seq.encoded = None  # its ids live in the placement now
         slot.ids = p.prompt[: p.cached]
+
+    @staticmethod
+    def _take_input(seq: Seq) -> None:
+        """The session's messages take the request's (in place of a draft they replace); a draft
+        appended is marked as such, anything else makes the session's messages final."""
+        session, cmd, at = seq.session, seq.command, _input_at(seq)
+        finalised = session.draft is not None and isinstance(cmd, Generate) and not seq.msgs
+        del session.history[at.messages :]
+        session.history += seq.msgs
+        draft = bool(isinstance(cmd, AppendInput) and cmd.draft and seq.msgs)
+        session.draft = at if draft else None
+        if (seq.msgs and not draft) or finalised:
+            session.reply_at = None  # the reply is no longer the last message (a draft keeps it: it may go)
 
     # ------------------------------------------------------------------ release
 
@@ -190,15 +211,21 @@ class Admission:
         slot.request_id = None
         self.clear(slot)
         if seq.session is not None:
-            seq.session.busy = None
-            seq.session.pending = self.template.encode(seq.session.history).ids  # rebuild next time
-            seq.session.reply_at = None
+            session = seq.session
+            session.busy = None
+            if session.draft is not None:  # a failed draft is withdrawn: the final words come anyway
+                del session.history[session.draft.messages :]
+                session.draft = None
+            session.pending = self.template.encode(session.history).ids  # rebuild next time
+            session.reply_at = None
 
     def truncate_reply(self, session: Session, text: str) -> None:
         """The session's last message, its generated reply, becomes `text` ("" drops it): its ids
         become the canonical ids of the new text, and the KV is cropped to what still agrees."""
         if session.busy is not None:
             raise InvalidRequest("This session is still busy with another request; stop it and wait for its end first.")
+        if session.draft is not None:
+            raise InvalidRequest("Nothing to truncate: the session's last message is a draft of the user's words.")
         if session.reply_at is None or not session.history or session.history[-1].role != "assistant":
             raise InvalidRequest("Nothing to truncate: the session's last message is not a reply it generated.")
         slot, before = session.slot, session.history[:-1]
@@ -225,9 +252,14 @@ class Admission:
         self.ops.append(Clear(slot.index))
 
 
-def _session_history(session: Session) -> int:
-    """A session's history: what its slot holds; after a failed turn (nothing held), all of it."""
-    return len(session.slot.ids) or len(session.pending)
+def _input_at(seq: Seq) -> Mark:
+    """Where a session request's messages go: at the start of the session's draft if they
+    replace it (an AppendInput, draft or not, or a Generate that brings the final words), else
+    at the end (a Generate alone makes a draft final)."""
+    session, cmd = seq.session, seq.command
+    if session.draft is not None and (isinstance(cmd, AppendInput) or seq.msgs):
+        return session.draft
+    return Mark(len(session.history), len(session.slot.ids) + len(session.pending))
 
 
 def _reason(seq: Seq, p: Placement) -> str:

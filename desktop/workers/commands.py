@@ -106,7 +106,9 @@ class CommandIntake:
                 raise UnknownSession(f"Unknown session {cmd.session_id!r}: it was never created or has ended.")
             if session.busy is not None:
                 raise InvalidRequest("This session is still busy with another request; stop it first.")
-            if isinstance(cmd, AppendInput):
+            if not isinstance(getattr(cmd, "draft", False), bool):
+                raise InvalidRequest("AppendInput.draft must be true or false.")
+            if isinstance(cmd, (AppendInput, Generate)) and (cmd.messages or not _may_be_empty(cmd)):
                 seq.msgs = parse_messages(cmd.messages, limit)
             session.busy = seq.request_id
             seq.session = session
@@ -158,3 +160,8 @@ class CommandIntake:
 
     def _error(self, request_id: str, err: OmnideskError) -> None:
         self.emit(ErrorEvent(request_id, err.code, err.message, err.retryable))
+
+
+def _may_be_empty(cmd: AppendInput | Generate) -> bool:
+    """A Generate brings messages only with the user's final words; a draft with none withdraws it."""
+    return isinstance(cmd, Generate) or bool(getattr(cmd, "draft", False))

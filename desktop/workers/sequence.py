@@ -20,9 +20,19 @@ class Phase(str, Enum):
     DECODE = "decode"  # generating, one token a step
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A point in a session: how many of its messages, and of its ids (slot.ids + pending), lie
+    before it."""
+
+    messages: int
+    ids: int
+
+
 @dataclass(eq=False)
 class Session:
-    """A stateful conversation pinned to one slot; its ids only ever grow (append-only)."""
+    """A stateful conversation pinned to one slot; its ids only ever grow (append-only), except
+    where a cut reply is truncated or a draft is replaced."""
 
     session_id: str
     slot: Slot
@@ -30,6 +40,7 @@ class Session:
     pending: list[int] = field(default_factory=list)  # ids that belong after slot.ids but are not in the KV yet
     busy: str | None = None  # request id running in this session
     reply_at: int | None = None  # where the last message, a generated reply, starts in slot.ids + pending
+    draft: Mark | None = None  # where the draft (provisional messages the next input replaces) starts
 
 
 @dataclass(frozen=True, slots=True)

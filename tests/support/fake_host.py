@@ -125,7 +125,7 @@ class FakeHost(WorkerHost):
             elif isinstance(cmd, AppendInput):
                 slot.messages += cmd.messages
             elif isinstance(cmd, Generate):
-                slot.messages += (Message("assistant", text),)
+                slot.messages += cmd.messages + (Message("assistant", text),)
             if isinstance(cmd, (Chat, Generate)):
                 self._emit(ChunkEvent(request_id, text))
             stats = TokenStats(input_tokens=10, cached_tokens=5 if run.kind != "miss" else 0,

@@ -217,16 +217,19 @@ class RemoteHost(WorkerHost):
             self._emit(ErrorEvent(rid, "unknown_session", f"Session {cmd.session_id!r} is not open on this worker."))  # type: ignore[union-attr]
         elif slot.busy:
             self._emit(ErrorEvent(rid, "busy", "The session is generating; wait for its reply to end.", retryable=True))
-        elif isinstance(cmd, AppendInput):  # kept here; the server reads it with the next Generate
-            slot.messages.extend(cmd.messages)
+        elif isinstance(cmd, AppendInput):  # kept here (a draft too); the server reads it with the next Generate
+            slot.append(cmd.messages, cmd.draft)
             self._emit(Done(rid, stats=TokenStats(slot=slot.index, finish_reason="prefilled"), slots=self.slots.snapshot()))
         elif isinstance(cmd, Generate):
+            if cmd.messages:  # the user's final words, in place of a draft
+                slot.append(cmd.messages)
+            slot.draft_at = None  # whatever was drafted is final now
             if all(m.role == "system" for m in slot.messages):
                 self._emit(ErrorEvent(rid, "invalid_request", "The session has no messages to reply to yet."))
             else:
                 self._launch(rid, slot.index, tuple(slot.messages), cmd.params, True, session=slot.session_id)
         elif isinstance(cmd, TruncateReply):
-            if not slot.messages or slot.messages[-1].role != "assistant":
+            if not slot.messages or slot.messages[-1].role != "assistant" or slot.draft_at is not None:
                 self._emit(ErrorEvent(rid, "invalid_request", "The session's last message is not a reply."))
                 return
             slot.messages.pop()

@@ -22,6 +22,16 @@ class RemoteSlot:
     busy: bool = False
     last_used: float = 0.0
     messages: list[Message] = field(default_factory=list)  # a session's conversation so far
+    draft_at: int | None = None  # where a session's draft (provisional messages) starts in messages
+
+    def append(self, messages: Sequence[Message], draft: bool = False) -> None:
+        """A session's input, in place of its draft (if any); `draft`: provisional, the next input
+        replaces it (no messages and `draft`: the draft is withdrawn)."""
+        if self.draft_at is not None:
+            del self.messages[self.draft_at :]
+        at = len(self.messages)
+        self.messages.extend(messages)
+        self.draft_at = at if draft and messages else None
 
 
 class RemoteSlots:
@@ -61,7 +71,7 @@ class RemoteSlots:
             return None
         empty = [s for s in free if not s.hashes and not s.tokens]
         slot = empty[0] if empty else min(free, key=lambda s: s.last_used)
-        slot.session_id, slot.hashes, slot.tokens, slot.messages = session_id, (), 0, []
+        slot.session_id, slot.hashes, slot.tokens, slot.messages, slot.draft_at = session_id, (), 0, [], None
         slot.last_used = self._clock()
         return slot.index
 
@@ -84,7 +94,7 @@ class RemoteSlots:
         slot = self.session(session_id)
         if slot is None:
             return False
-        slot.session_id, slot.messages = None, []  # its KV still holds the conversation: keep hashes
+        slot.session_id, slot.messages, slot.draft_at = None, [], None  # its KV still holds the conversation: keep hashes
         return True
 
     def snapshot(self) -> tuple[SlotInfo, ...]:
