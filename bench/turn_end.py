@@ -56,7 +56,8 @@ def make_turns(n_paused: int, n_complete: int, voices: tuple, seed: int, cache: 
 
 
 def measure(n_paused: int = 20, n_complete: int = 8, *, voices: tuple = VOICES, seed: int = 0,
-            silence_rule: bool = True, verbose: bool = False, cache: Path | None = None) -> dict:  # fmt: skip
+            silence_rule: bool = True, verbose: bool = False, cache: Path | None = None,
+            words: bool = True) -> dict:  # fmt: skip
     """Make the turns, run them through the smart rule (and the silence rule), return the figures."""
     from turn_rig import TurnRig
 
@@ -66,7 +67,12 @@ def measure(n_paused: int = 20, n_complete: int = 8, *, voices: tuple = VOICES, 
     turns = make_turns(n_paused, n_complete, voices, seed, cache)
     made_s = time.perf_counter() - t0
     model = SmartTurn()
-    rig = TurnRig(model)
+    asr = None
+    if words:  # the call's rule: the model, and the words so far (Whisper, as in a call: 1 thread)
+        from desktop.media.asr import WhisperASR
+
+        asr = WhisperASR(threads=1)
+    rig = TurnRig(model, asr)
     paused, complete = _through(rig, turns)
     rig.close()
     decided = [h.eos_to_decision_ms for h in complete if h.eos_to_decision_ms is not None]
@@ -81,6 +87,8 @@ def measure(n_paused: int = 20, n_complete: int = 8, *, voices: tuple = VOICES, 
         "smart_turn_ms_p50": _p(rig.model_ms, 50),
         "smart_turn_ms_p95": _p(rig.model_ms, 95),
         "model_calls": len(rig.model_ms),
+        "held_open_by_words": rig.held_open,
+        "words_ms_p50": _p(rig.words_ms, 50),
         "ended_by": {by: sum(e.by == by for e in ends) for by in sorted({e.by for e in ends})},
         "paused_decision_after_eos_ms_p50": _p([h.eos_to_decision_ms for h in paused if h.eos_to_decision_ms is not None], 50),
         "voices": [" ".join(map(str, v)) for v in voices],
@@ -110,8 +118,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="one line per turn (stderr)")
     ap.add_argument("--cache", type=Path, help="keep the spoken turns in this file for the next run")
+    ap.add_argument("--no-words", dest="words", action="store_false", help="the model alone (no open-word check)")
     args = ap.parse_args()
-    out = measure(args.paused, args.complete, seed=args.seed, verbose=args.verbose, cache=args.cache)
+    out = measure(args.paused, args.complete, seed=args.seed, verbose=args.verbose, cache=args.cache,
+                  words=args.words)
     out.update(machine())
     out["load_avg"] = os.getloadavg()[0]
     print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}))

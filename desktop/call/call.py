@@ -63,7 +63,8 @@ class Call:
         self.utterance = Utterance(transcriber, self.turn_taking, clock, self.events.emit,
                                    getattr(mic, "sample_rate", 16000), self.draft)
         # the smart end of turn (the detector then reports pauses), or None: the silence rule
-        self.end_of_turn = EndOfTurn(turn_model, self.turn_taking) if turn_model is not None else None
+        self.end_of_turn = EndOfTurn(turn_model, self.turn_taking, words=getattr(transcriber, "words_so_far", None)) \
+            if turn_model is not None else None
         self.mic_frames = MicFrames(detector, canceller, self.ducker, self.utterance, self.turn_taking, self.events.emit,
                                     self.end_of_turn)
         # Observers of the raw microphone (samples, clock time of the first one), before echo

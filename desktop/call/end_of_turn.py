@@ -7,12 +7,13 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
 from desktop.call.state import AskTurnEnd
 from desktop.call.turn_taking import TurnTaking
+from desktop.call.turn_words import leaves_open
 from desktop.media.smart_turn import TurnVerdict
 
 log = logging.getLogger(__name__)
@@ -32,10 +33,15 @@ class EndOfTurn:
     """`hear(clean)` every microphone frame (media thread: only a copy into a ring), `begin()` at
     each new utterance, `ask(action)` at each pause; `close()` when the call ends. `inline`: run
     the model on the caller's thread (tests on a virtual clock), else on a thread of its own, one
-    prediction at a time. `asked`, `ms`: how often the model ran and what each run cost."""
+    prediction at a time. `asked`, `ms`: how often the model ran and what each run cost.
+    `words()` (optional): the transcript of the utterance so far (waiting for the pass under
+    way); a turn the model calls complete stays open when its words end mid-sentence
+    (call/turn_words.py). `held_open`: how often that happened."""
 
-    def __init__(self, model: TurnModel, turn_taking: TurnTaking, *, inline: bool = False) -> None:
-        self.model, self.turn_taking = model, turn_taking
+    def __init__(self, model: TurnModel, turn_taking: TurnTaking, *, inline: bool = False,
+                 words: Callable[[], str | None] | None = None) -> None:  # fmt: skip
+        self.model, self.turn_taking, self.words = model, turn_taking, words
+        self.held_open = 0
         self._ring = np.zeros(int(KEEP_S * RATE), np.float32)
         self._pos = 0  # samples heard in all (the ring's write position is _pos % size)
         self._start = 0  # _pos at the utterance's start, less the pre-roll
@@ -78,8 +84,25 @@ class EndOfTurn:
         else:
             with self._lock:
                 self.ms.append(ms)
+            if complete and self._open_words():
+                complete = False
         state = self.turn_taking.state
         self.turn_taking.do(lambda now: state.turn_judged(pause, complete, probability, ms, now))
+
+    def _open_words(self) -> bool:
+        """Whether the words so far end mid-sentence (False when there are none to read)."""
+        if self.words is None:
+            return False
+        try:
+            text = self.words()
+        except Exception:  # no transcript: the model's verdict stands
+            log.warning("The turn's words could not be read", exc_info=True)
+            return False
+        if text is None or not leaves_open(text):
+            return False
+        with self._lock:
+            self.held_open += 1
+        return True
 
     @property
     def asked(self) -> int:

@@ -78,6 +78,10 @@ class WhisperTranscriber:
 
         threading.Thread(target=run, name="asr-final", daemon=True).start()
 
+    def words_so_far(self, timeout: float = 1.0) -> str:
+        """The text of every voiced sample so far (the pause's pass, usually under way)."""
+        return self.partials.final(timeout=timeout).text
+
     def cancel(self) -> None:
         self.partials.reset()
 

@@ -23,7 +23,9 @@ class Transcriber(Protocol):
     """Speech recognition of one utterance at a time: `begin` with the audio before the speech
     start, `feed` frames (partials go to `on_partial`), `finish` calls `on_text(text, asr_ms)` on
     another thread when the final text is ready; `cancel` drops the utterance. A `close()`, where
-    it has one, is called when the call ends (its threads stop)."""
+    it has one, is called when the call ends (its threads stop). A `words_so_far()`, where it has
+    one, is the text of every voiced sample fed so far (blocking until its pass is done): the
+    smart end of turn reads it at a pause."""
 
     def begin(self, pre_roll: np.ndarray, on_partial: Callable[[str], None]) -> None: ...
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from desktop.call.end_of_turn import KEEP_S, PRE_ROLL_S, RATE, EndOfTurn
 from desktop.call.state import (
@@ -127,12 +128,12 @@ class Model:
         return TurnVerdict(self.complete, 0.8, 3.0)
 
 
-def judged(model: Model, inline: bool = True):
+def judged(model: Model, inline: bool = True, words=None):
     clock = VirtualClock(start=10.0)
     state = CallState()
     actions: list = []
     taking = TurnTaking(state, clock, lambda e: None, actions.extend)
-    return state, EndOfTurn(model, taking, inline=inline), actions
+    return state, EndOfTurn(model, taking, inline=inline, words=words), actions
 
 
 def test_the_judge_gives_the_model_the_turn_so_far_with_its_pre_roll():
@@ -174,3 +175,26 @@ def test_a_broken_model_leaves_the_silence_rule_and_the_thread_is_not_the_caller
     judge.close()
     assert judge.asked == 1 and model.threads[0].startswith("end-of-turn") and actions == []
     assert state.phase is CallPhase.USER_SPEAKING  # incomplete: still listening
+
+
+@pytest.mark.parametrize("text, ends", [("I would like to", False), ("So, um", False), ("Thanks, that is all.", True),
+                                        (None, True)])
+def test_words_that_leave_the_sentence_open_keep_a_complete_sounding_turn_open(text, ends):
+    state, judge, actions = judged(Model(True), words=lambda: text)
+    state.speech_start(0.0)
+    judge.hear(np.ones(320, np.float32))
+    judge.ask(state.speech_paused(9.9)[0])
+    assert (actions == [EndUtterance()]) is ends
+    assert judge.held_open == (0 if ends else 1)
+    assert state.phase is (CallPhase.TRANSCRIBING if ends else CallPhase.USER_SPEAKING)
+
+
+def test_words_that_cannot_be_read_leave_the_models_verdict():
+    def broken():
+        raise TimeoutError("no transcript")
+
+    state, judge, actions = judged(Model(True), words=broken)
+    state.speech_start(0.0)
+    judge.hear(np.ones(320, np.float32))
+    judge.ask(state.speech_paused(9.9)[0])
+    assert actions == [EndUtterance()] and judge.held_open == 0

@@ -17,6 +17,7 @@ from desktop.call.mic_frames import MicFrames
 from desktop.call.parts import CALL_VAD, CALL_VAD_PAUSES, VadDetector
 from desktop.call.state import AskTurnEnd, BeginUtterance, CallMode, CallState, EndUtterance, TurnEnd
 from desktop.call.turn_taking import TurnTaking
+from desktop.call.turn_words import leaves_open
 from desktop.call.utterance import Utterance
 from desktop.media.clock import VirtualClock
 from desktop.media.fake_mic import FakeMicrophone
@@ -68,9 +69,15 @@ class Heard:
 
 
 class TurnRig:
-    """`model`: an end-of-turn model (the smart rule) or None (the silence rule, CALL_VAD)."""
+    """`model`: an end-of-turn model (the smart rule) or None (the silence rule, CALL_VAD).
+    `asr` (optional, with the model): a speech recogniser whose text of the turn so far keeps a
+    turn open that ends on an open word, as EndOfTurn's `words` does in a call (it runs beside
+    the model there: the verdict waits for the slower of the two)."""
 
-    def __init__(self, model=None) -> None:
+    def __init__(self, model=None, asr=None) -> None:
+        self.asr = asr
+        self.held_open = 0
+        self.words_ms: list[float] = []  # the words' pass, where it ran
         self.clock = VirtualClock()
         self.mic = FakeMicrophone(self.clock, device_rate=RATE)
         self.mic.start()
@@ -97,12 +104,20 @@ class TurnRig:
                 if self.judge is not None:
                     self.judge.begin()
             elif isinstance(action, AskTurnEnd) and self.judge is not None:
+                audio = self.judge.turn_audio()
                 try:
-                    verdict = self.model.predict(self.judge.turn_audio())
+                    verdict = self.model.predict(audio)
                 except Exception:
                     verdict = None
                 ms = verdict.ms if verdict is not None else 0.0
                 self.model_ms.append(ms)
+                if verdict is not None and verdict.complete and self.asr is not None:
+                    words = self.asr.transcribe(audio)
+                    self.words_ms.append(words.ms)
+                    ms = max(ms, words.ms)
+                    if leaves_open(words.text):
+                        self.held_open += 1
+                        verdict = verdict._replace(complete=False)
                 self._due.append((self.clock.now() + ms / 1000.0, action.pause, verdict))
             elif isinstance(action, EndUtterance):
                 end = self.state.turn_end
