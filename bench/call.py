@@ -173,7 +173,7 @@ async def scripted_call(args: argparse.Namespace, gw: Gateway, on_call=None) -> 
     truth: list[dict] = []
     onsets: list[float] = []
     barge = {int(x) for x in args.barge_in.split(",") if x}
-    await wait(lambda: voice._pipeline is not None, 60, "the voice to load")  # noqa: SLF001 - a bench
+    await wait(lambda: voice.loaded, 60, "the voice to load")
     for i, sentence in enumerate(SCRIPT[: args.turns]):
         await wait(lambda: len(call.turns) >= len(truth) and call.phase is CallPhase.LISTENING and not voice.speaking,
                    120, f"turn {i + 1} to start", lambda: f"phase {call.phase.value}, {len(call.turns)} turns")

@@ -93,6 +93,11 @@ class Voice:
         return lent(self._sink)
 
     @property
+    def loaded(self) -> bool:
+        """Whether the TTS engine is loaded (prepare() loads it in the background)."""
+        return self._loader is not None and self._loader.pipeline is not None
+
+    @property
     def speaking(self) -> bool:
         """Whether anything is being spoken or replayed (or waits to be)."""
         return bool(self._plays)
