@@ -67,7 +67,7 @@ def test_send_after_warms_over_the_thread_host() -> None:
                 warm = terminal(await collect(gw.chat(conv + [user(draft)], WARM)))
                 assert warm.stats.finish_reason == "prefilled", warm.stats
             # a real request of another conversation is never queued behind a warm (capacity 1)
-            long_warm = gw.chat(conv + [user("What about rivers and lakes " * 20)], WARM)
+            long_warm = gw.chat(conv + [user("What about rivers and lakes " * 5)], WARM)
             other = await collect(gw.chat([user("Hello")], SamplingParams(max_tokens=3)))
             assert not any(isinstance(e, Queued) for e in other) and isinstance(terminal(other), Done)
             assert isinstance(terminal(await collect(long_warm)), Done)
