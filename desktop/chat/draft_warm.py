@@ -49,6 +49,9 @@ class DraftWarmer:
         except OmnideskError as exc:  # not ready, too long, …: Send will say; a warm just does not happen
             log.debug("No warm for conversation %s: %s", conv.id, exc.message)
             return False
+        except Exception:  # a warm only saves time: whatever goes wrong with one must not reach the window
+            log.warning("A warm of conversation %s failed", conv.id, exc_info=True)
+            return False
         self._warmed[conv.id] = draft
         self.tasks.spawn(self._follow(conv.id, stream))
         return True

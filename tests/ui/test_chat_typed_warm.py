@@ -75,3 +75,20 @@ def test_a_pause_in_typing_prefills_the_draft_and_the_badge_says_so(aloop, tmp_p
 def test_turned_off_nothing_is_prefilled(aloop, tmp_path, qtbot):
     page, spy = typed_reply(aloop, tmp_path, qtbot, Settings(temperature=0.0, max_tokens=12, prefill_while_typing=False))
     assert spy.warms == [] and "while typing" not in page.view.widgets()[-1].badge.text()
+
+
+def test_the_settings_dialog_turns_it_off(qtbot, screenshot):
+    from desktop.ui.settings_dialog import SettingsDialog
+
+    dlg = SettingsDialog(Settings(), sound_devices=[])
+    qtbot.addWidget(dlg)
+    dlg.open()
+    qtbot.waitExposed(dlg)
+    page = next(p for p in dlg.pages if hasattr(p, "typing"))
+    dlg.tabs.setCurrentWidget(page)
+    assert page.typing.isChecked()
+    page.typing.setChecked(False)
+    screenshot(dlg, "settings_prefill_while_typing")
+    with qtbot.waitSignal(dlg.applied) as sig:
+        qtbot.mouseClick(dlg.ok_button, Qt.MouseButton.LeftButton)
+    assert sig.args[0].prefill_while_typing is False
