@@ -7,7 +7,7 @@ from __future__ import annotations
 from desktop.gateway.gateway import Gateway
 from desktop.model.loader import ModelSpec
 from desktop.model.params import SamplingParams
-from desktop.protocol import Chat, Done, Queued, Stop
+from desktop.protocol import Done, Queued, Stop
 from desktop.workers.config import WorkerConfig
 from desktop.workers.thread_host import ThreadHost
 from fake_host import FakeHost

@@ -9,7 +9,6 @@ from worker_helpers import A, S, U, chat, check_integrity, make_client
 from desktop.model.params import SamplingParams
 from desktop.protocol import CacheReason, Chat, Done, Stop
 from desktop.workers.scheduler import WARM_CHUNK
-from desktop.workers.sequence import Phase
 from desktop.workers.slots import common_prefix
 
 WARM = SamplingParams(max_tokens=0)

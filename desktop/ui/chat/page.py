@@ -34,6 +34,7 @@ from desktop.tasks import TaskSet
 
 TYPING_PAUSE_MS = 500  # typing stopped this long: the draft is prefilled (draft_warm.py)
 
+
 def lay_out(conversations: QWidget, preset_bar: QWidget, view: QWidget, banner: QWidget,
             composer: QWidget) -> QSplitter:
     """The list on the left; on the right the system prompt, the messages, the queue banner and
