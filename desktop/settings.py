@@ -67,6 +67,7 @@ class Settings(BaseModel):
     slots_per_worker: int = Field(4, ge=1, le=64)
     cache_mode: Literal["off", "spc", "imc", "imc+spc"] = "imc+spc"
     cache_min_tokens: int = Field(100, ge=1, le=100_000)
+    prefill_while_typing: bool = True  # a pause in typing prefills the draft (chat/draft_warm.py)
     kv_budget_mb: int = Field(2048, ge=16, le=1_000_000)
     remote_workers: list[RemoteWorker] = Field(default_factory=list, max_length=16)
     # sampling defaults

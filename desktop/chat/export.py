@@ -35,6 +35,8 @@ def stats_line(stats: dict[str, Any] | None) -> str:
     inp, cached = int(stats.get("input_tokens", 0)), int(stats.get("cached_tokens", 0))
     gen, decode_ms = int(stats.get("generated_tokens", 0)), float(stats.get("decode_ms", 0.0))
     parts = [f"cached {cached} / new {max(inp - cached, 0)} tokens"]
+    if typed := int(stats.get("typed_tokens", 0)):
+        parts.append(f"{typed} tokens prefilled while typing")
     if stats.get("ttft_ms"):
         parts.append(f"TTFT {float(stats['ttft_ms']):.0f} ms")
     if decode_ms > 0 and gen > 1:

@@ -91,7 +91,9 @@ class Reply:
     arrives, else it stays one of the new reply's versions (reply_versions.py). `edit`: the edit
     (branches.py) that made the message answered; when the reply fails without a word, the edit is
     taken back (`undone`) and the branch shown before comes back. `again`: write the last reply
-    again (Regenerate): it is taken out here and becomes `previous`. A Reply is the only writer of
+    again (Regenerate): it is taken out here and becomes `previous`. `typed`: the user's message
+    was prefilled while it was typed (draft_warm.py); the stats then say how many of its tokens
+    the cache held already (`typed_tokens`). A Reply is the only writer of
     its conversation's messages during its turn: the user's message that starts it (`ask`, or
     `ask_edited` for an edit), its own message, and the refused message given back after it (`take_back`). Listeners get
     (reply, what), `what` one of: loading, queued, reading, progress, writing, text, done, failed.
@@ -100,13 +102,14 @@ class Reply:
 
     def __init__(self, gateway: EngineApi, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
                  previous: StoredMessage | None = None, continuing: bool = False, edit: Edit | None = None,
-                 again: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+                 again: bool = False, typed: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         if again:
             if previous is not None or continuing or not conv.messages or conv.messages[-1].role != "assistant":
                 raise ValueError("Only the reply at the end of a conversation can be written again.")
             previous = conv.messages.pop()
         self.gateway, self.store, self.conv, self.params = gateway, store, conv, params
         self.previous, self.continuing, self.edit, self.clock = previous, continuing, edit, clock
+        self.typed = typed
         self.undone: StoredMessage | None = None  # the edited message, when the edit was taken back
         self._request = request_messages(conv)
         if continuing:
@@ -295,6 +298,8 @@ class Reply:
         if done is not None:
             stats = {**asdict(done.stats), "request_id": self.request_id} if self.request_id else {}
             self.stats = which_length(stats, self.params.max_tokens)
+            if self.typed and stats:  # only a warm puts the new message's tokens in the cache
+                self.stats["typed_tokens"] = max(done.stats.cached_tokens - done.stats.history_tokens, 0)
             self.text = done.text or self.text
         else:
             self.error = (error.code, error.message, error.retryable)

@@ -23,6 +23,7 @@ from desktop.gateway.positions import Positions
 from desktop.gateway.sessions import SessionTable
 from desktop.gateway.request import Request, Status
 from desktop.gateway.stats_records import engine_stats
+from desktop.gateway.warms import Warms
 from desktop.protocol.engine_stats import EngineStats
 from desktop.gateway.streams import RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
@@ -69,6 +70,7 @@ class Gateway:
         self._intake = EventIntake(self._hosts, self._requests, self._pool, self._sessions, self._departures,
                                    counts=self._counts, kinds=self._kinds, observers=self.observers,
                                    event_observers=self.event_observers, grace=cancel_grace_s)
+        self._warms = Warms(self._pool, self._requests, self._intake)
 
     # ------------------------------------------------------------------ life
 
@@ -148,7 +150,10 @@ class Gateway:
              request_id: str | None = None, origin: str = "app") -> RequestStream:
         """A stateless turn over the whole conversation, routed to the worker that caches it.
         `params`: SamplingParams, a dict of its fields, or None for the defaults. `origin` names
-        the sender in stats() and for the observers ("app", "api")."""
+        the sender in stats() and for the observers ("app", "api"). With max_tokens 0 it is a
+        warm (the draft being typed, prefilled): it holds no capacity and waits in no queue, a
+        newer one of the same conversation stops it, and it may end at once, "cancelled"
+        (warms.py); the stream says how much of the draft is now cached."""
         msgs = parse_messages(messages, self._max_chars())
         known = [w for w in self._pool.workers.values() if w.context_length]
         if known and not any(w.supports_images for w in known) and any(m.images for m in msgs):
@@ -156,6 +161,9 @@ class Gateway:
         params = as_params(params)
         rid = self._new_id(request_id)
         req = Request(rid, Chat(rid, msgs, params), self._future(), history=history_hash(msgs), origin=origin)
+        if params.max_tokens == 0:
+            self._warms.send(req)
+            return RequestStream(req, self.cancel)
         return self._enqueue(req)
 
     async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
@@ -237,7 +245,7 @@ class Gateway:
         the gateway ends the stream itself (its capacity stays held until the worker answers or
         is declared down). Else UnknownRequest."""
         req = self._requests.get(check_request_id(request_id))
-        if req is None or req.side or req.status is Status.DETACHED:
+        if req is None or (req.side and not req.warm) or req.status is Status.DETACHED:
             raise UnknownRequest(f"Request {request_id!r} is not queued or running (it may have finished already).")
         if self._pool.cancel(request_id) is not None:
             self._intake.end(req, Done(request_id, stats=TokenStats(finish_reason="cancelled")), release=False)

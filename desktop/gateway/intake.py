@@ -203,10 +203,12 @@ class EventIntake:
             if isinstance(event, Done) and req.messages and not event.slots:  # no snapshot: it holds the reply too
                 hashes = tuple(prefix_hashes(req.messages + (Message("assistant", event.text),)))
             self._pool.release(req.request_id, snapshot, ok=ok, hashes=hashes, slot=slot)
+        elif req.warm and req.worker_id is not None:  # it held no capacity, but its slot changed
+            self._pool.took_in(req.worker_id, snapshot, slot)
         if isinstance(event, Done):
             event = replace(event, stats=replace(event.stats, queue_ms=event.stats.queue_ms + req.waited_ms,
                                                  worker=req.worker_id or "", miss_reason=self._why_missed(req, event)))
-            if isinstance(req.cmd, (Chat, AppendInput, CreateSession)) and not cancelled:
+            if isinstance(req.cmd, (Chat, AppendInput, CreateSession)) and not cancelled and not req.warm:
                 self._kinds[event.stats.kind] += 1
         if not req.side:  # EndSession is bookkeeping, not a request of the user's
             self._counts["cancelled" if cancelled else "completed" if ok else "failed"] += 1

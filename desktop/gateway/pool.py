@@ -137,6 +137,13 @@ class Pool:
         self._publish_positions()
         return req
 
+    def took_in(self, worker_id: str, snapshot: tuple[SlotInfo, ...], slot: int) -> None:
+        """A request that held no capacity here (a warm) ended: take in its slot snapshot."""
+        if worker_id in self.workers and snapshot:
+            self.workers[worker_id].release("", snapshot, slot=slot, now=self._clock())
+            self._dispatch()
+            self._publish_positions()
+
     def set_status(self, status: WorkerStatus) -> list[Request]:
         """Apply a worker's state. Going down (ERROR, or LOADING again) drops what runs on it and
         what waits pinned to it, returned for the gateway to fail; coming up resets its mirror."""

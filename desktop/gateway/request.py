@@ -33,6 +33,7 @@ class Request:
     history: bytes = b""  # history_hash(messages) of a chat
     call: bool = False  # a voice call's CreateSession: placed where it costs chats no cache
     origin: str = "app"  # who sent it: "app" (the window, calls) or "api" (the local HTTP API)
+    warm: bool = False  # a prefill-only chat (a draft being typed): holds no capacity (warms.py)
     status: Status = Status.NEW
     # the pool's, while it waits and runs
     arrived: float = 0.0
@@ -59,5 +60,6 @@ class Request:
 
     @property
     def side(self) -> bool:
-        """An EndSession: bookkeeping sent straight to its worker, holding no capacity."""
-        return isinstance(self.cmd, EndSession)
+        """Sent straight to its worker, holding no capacity, no request of the user's: an
+        EndSession (bookkeeping) or a warm."""
+        return self.warm or isinstance(self.cmd, EndSession)

@@ -143,7 +143,7 @@ class ModelPage(Page):
 
 
 class CachePage(Page):
-    """Conversation cache mode, minimum shared prefix and KV memory budget."""
+    """Conversation cache mode, minimum shared prefix, KV memory budget, prefill while typing."""
 
     def __init__(self, s: Settings) -> None:
         super().__init__("Cache")
@@ -171,10 +171,15 @@ class CachePage(Page):
         self.budget.setValue(s.kv_budget_mb)
         self.add("Memory &budget:", "kv_budget_mb", self.budget,
                  "Cache memory per worker; the least recently used conversations are dropped beyond it.")
+        self.typing = QCheckBox("Pre&fill while I type")
+        self.typing.setChecked(s.prefill_while_typing)
+        self.add("", "prefill_while_typing", self.typing,
+                 "A pause in typing reads your draft into the cache, so that the reply starts sooner after Send.")
 
     def values(self) -> dict[str, object]:
         return {"cache_mode": self.mode.checkedButton().property("mode"),
-                "cache_min_tokens": self.min_tokens.value(), "kv_budget_mb": self.budget.value()}
+                "cache_min_tokens": self.min_tokens.value(), "kv_budget_mb": self.budget.value(),
+                "prefill_while_typing": self.typing.isChecked()}
 
 
 class SamplingPage(Page):

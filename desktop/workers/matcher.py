@@ -83,8 +83,9 @@ class Matcher:
         bounds = slot.bounds[:k] + [base + b - cut for b in enc.bounds[k:]]
         prompt = canon + gen
         reuse = min(common_prefix(slot.ids, prompt), len(prompt) - 1)
-        # a new version of the slot's last reply (regenerate, or the client's own text of it)
-        replaces_reply = k == len(slot.hashes) - 1 and slot.msgs[-1].role == "assistant"
+        # a new version of the slot's last message: its reply (regenerate, or the client's own text
+        # of it), or a user message nothing answered (a draft warmed while typing, a stopped turn)
+        replaces_reply = k == len(slot.hashes) - 1 and slot.msgs[-1].role in ("assistant", "user")
         if reuse >= len(canon):
             kind, reason = MatchKind.HIT, self._kept(slot, k, len(msgs), replaces_reply)
         elif k == len(slot.hashes) or replaces_reply:  # the slot's conversation is this one's prefix

@@ -63,7 +63,8 @@ class Output:
 
     def done(self, seq: Seq, reason: str, text: str) -> None:
         stats = finish_stats(seq, reason)
-        self.counters.record(stats)
+        if not seq.warm:  # a warm is no turn of the user's: the hit rate counts turns
+            self.counters.record(stats)
         self.emit(Done(seq.request_id, text, stats, self.sched.table.infos(), tuple(seq.generated)))
 
     def error(self, seq: Seq, err: OmnideskError) -> None:

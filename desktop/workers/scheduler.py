@@ -5,7 +5,11 @@ cache, and decides: which request is admitted where (admission.py), which prefil
 tick under the token budget, which sequences form the decode batch, and what a stop, a failure,
 the end of a session or a reset does to them. What it wants done to the KV it queues in `ops`
 (kv_ops) for the runner; the worker loop runs the model and reports back (prefilled, decoded,
-finish, fail)."""
+finish, fail).
+
+A warm (a prefill-only chat: the draft the user is typing) has the lowest priority: it is admitted
+only while no real request waits or runs, never evicts a slot, prefills in small chunks, and
+steps aside (ends, its KV kept) as soon as a real request waits (`yielding`)."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Callable
 from desktop.errors import UnknownSession
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.images import safe_cut
+from desktop.model.messages import prefix_hashes
 from desktop.workers.admission import Admission
 from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_ops import Clear, KvOp
@@ -23,6 +28,8 @@ from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Phase, Seq, Session
 from desktop.workers.slots import Footprint, SlotTable
 from desktop.workers.spc import SystemPromptCache
+
+WARM_CHUNK = 64  # ids per forward of a warm: what a real request that arrives may have to wait for
 
 
 @dataclass(slots=True)
@@ -79,10 +86,36 @@ class Scheduler:
     # ------------------------------------------------------------------ a tick
 
     def next_waiting(self) -> Seq | None:
-        """The next request to admit (taken off the queue), while fewer than max_running run."""
-        if self.waiting and self.num_active < self.cfg.max_running:
-            return self.waiting.popleft()
-        return None
+        """The next request to admit (taken off the queue), while fewer than max_running run:
+        real requests first come first served; a warm only when no real request waits or runs."""
+        if not self.waiting or self.num_active >= self.cfg.max_running:
+            return None
+        seq = next((s for s in self.waiting if not s.warm), None)
+        if seq is None and any(not s.warm for s in self.active()):
+            return None
+        seq = seq or self.waiting[0]
+        self.waiting.remove(seq)
+        return seq
+
+    def yielding(self) -> list[Seq]:
+        """Active warms to end now, before anything is admitted (the loop finishes them, so their
+        KV stays cached): every one while a real request waits, and those stopped (superseded
+        by a newer draft), so that the slot they hold is free for what comes next."""
+        real_waits = any(not s.warm for s in self.waiting)
+        return [s for s in self.prefilling if s.warm and (real_waits or s.stop_requested)]
+
+    def warm_fits(self, seq: Seq) -> bool:
+        """A warm is only worth a slot it takes without evicting anything: the one holding its
+        conversation (all of the slot's messages but maybe the last are its own) or an empty
+        one, within the KV budget as it is."""
+        table, slot = self.table, None
+        if self.cfg.cache_mode.imc and (found := table.find_by_hash(prefix_hashes(seq.msgs))) is not None:
+            slot = found[0] if found[1] >= len(found[0].hashes) - 1 else None
+        slot = slot or table.empty_slot()
+        if slot is None:
+            return False
+        n = len(seq.encoded.ids) + len(self.template.gen_prompt_ids) if seq.encoded is not None else 0
+        return table.footprint([s.tokens for s in table.slots if s is not slot] + [n]) <= table.budget_bytes
 
     def admit(self, seq: Seq) -> bool:
         """Place `seq` (raises OmnideskError, the request failing alone). True when it has nothing
@@ -94,13 +127,17 @@ class Scheduler:
         return False
 
     def schedule_prefill(self) -> PrefillPlan:
-        """Chunks of at most prefill_chunk ids, first come first served, up to prefill_budget ids."""
+        """Chunks of at most prefill_chunk ids, first come first served, up to prefill_budget ids;
+        a warm gets a chunk (of at most WARM_CHUNK) only while no real request is active."""
         plan, budget = PrefillPlan(), self.cfg.prefill_budget
+        real = any(not s.warm for s in self.active())
         for seq in self.prefilling:
             if seq.stop_requested:
                 plan.cancelled.append(seq)
+            elif seq.warm and real:
+                continue
             elif budget > 0:
-                n = min(budget, self.cfg.prefill_chunk, seq.to_prefill)
+                n = min(budget, self.cfg.prefill_chunk, seq.to_prefill, WARM_CHUNK if seq.warm else budget)
                 if seq.media:  # a vision tower encodes an image in one piece: chunks never split one
                     n = safe_cut(seq.prompt, seq.num_kv, n)
                 plan.chunks.append((seq, n))

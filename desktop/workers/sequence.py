@@ -11,6 +11,7 @@ from typing import Any
 from desktop.model.chat_template import Encoded
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
+from desktop.protocol import Chat
 from desktop.workers.slots import Slot
 
 
@@ -95,6 +96,12 @@ class Seq:
         if self.placement is None:
             return Phase.WAITING
         return Phase.DECODE if self.generated else Phase.PREFILL
+
+    @property
+    def warm(self) -> bool:
+        """A prefill-only chat (max_tokens 0): it warms the cache for a draft the user is still
+        typing, so it has the lowest priority (scheduler.py) and yields to any real request."""
+        return isinstance(self.command, Chat) and self.params is not None and self.params.max_tokens == 0
 
     @property
     def slot(self) -> Slot | None:

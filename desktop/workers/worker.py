@@ -97,7 +97,12 @@ class Worker:
     # ------------------------------------------------------------------ a tick: schedule → run → postprocess
 
     def _admit(self) -> None:
+        for seq in self.scheduler.yielding():  # warms step aside for real work; their KV stays cached
+            self._guard(seq, self._finish, seq, "cancelled")
         while (seq := self.scheduler.next_waiting()) is not None:
+            if seq.warm and not self.scheduler.warm_fits(seq):  # a warm never evicts: skipped
+                self.out.done(seq, "cancelled", "")
+                continue
             self._guard(seq, self._admit_one, seq)
 
     def _admit_one(self, seq: Seq) -> None:

@@ -26,6 +26,8 @@ OPS = st.one_of(
     st.tuples(st.just("edit"), st.integers(0, 2), st.integers(0, 9), TEXT),
     st.tuples(st.just("system"), st.integers(0, 2), TEXT),
     st.tuples(st.just("long"), st.integers(0, 2)),
+    # typed: warms of the draft at pauses in typing (prefixes of the text, or other text), then the turn
+    st.tuples(st.just("typed"), st.integers(0, 2), TEXT, st.lists(st.one_of(st.floats(0, 1), TEXT), min_size=1, max_size=3)),
 )
 RUNNERS = pytest.mark.parametrize("runner", ["hf", "static", "static-bucketed"])
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -39,6 +41,13 @@ def test_cached_equals_uncached(tiny_lm, oracle, mode, num_slots, ops, runner):
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], [], []]
     for n, op in enumerate(ops):
         conv = convs[op[1]]
+        if op[0] == "typed":
+            if not conv or conv[-1].role != "user":
+                for k, cut in enumerate(op[3]):
+                    draft = op[2][: max(1, int(len(op[2]) * cut))] if isinstance(cut, float) else cut
+                    warmed = client.run(Chat(f"w{n}.{k}", tuple(conv + [Message("user", draft)]), SamplingParams(max_tokens=0)))
+                    assert isinstance(warmed[-1], Done), warmed[-1]
+            op = ("turn", op[1], op[2])
         msgs = request_for(op, conv, long_text=LONG)
         done = chat(client, f"r{n}", msgs, MAX)
         assert list(done.token_ids) == oracle.chat(msgs, MAX), (mode, op, done.stats)

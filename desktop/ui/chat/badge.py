@@ -24,6 +24,9 @@ def details(stats: dict[str, Any]) -> str:
     if history:
         reused = min(int(stats.get("cached_tokens", 0)), history)
         rows.insert(2 if why else 1, f"History before your message: {history} tokens, {reused} from cache")
+    if typed := int(stats.get("typed_tokens", 0)):
+        at = next(i for i, row in enumerate(rows) if row.startswith("Reply tokens"))
+        rows.insert(at, f"Your message: {typed} tokens prefilled while you typed")
     if float(stats.get("queue_ms", 0)) >= 1:
         rows.append(f"Waited in the queue: {float(stats['queue_ms']) / 1000:.1f} s")
     if stats.get("worker"):

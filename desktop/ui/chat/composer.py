@@ -202,6 +202,11 @@ class Composer(QWidget):
 
     # ------------------------------------------------------------------ actions
 
+    def draft(self) -> str:
+        """The text being typed as Send would send it ("" when Send would refuse it: too long)."""
+        text = self.edit.toPlainText().strip()
+        return text if len(text) <= MAX_CHARS else ""
+
     def submit(self) -> None:
         """Send the text (nothing happens while a reply streams or when there is no text; text longer
         than any request may carry stays in the box, and `refused` says why)."""

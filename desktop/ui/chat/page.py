@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
+from desktop.chat.draft_warm import DraftWarmer
 from desktop.chat.presets import PresetStore
 from desktop.chat.reply import Reply
 from desktop.speech.voice import Voice
@@ -30,6 +31,8 @@ from desktop.ui.chat.turn import Turns
 from desktop.ui.chat.versions import Versions
 from desktop.ui.chat.voice_control import ChatVoice
 from desktop.tasks import TaskSet
+
+TYPING_PAUSE_MS = 500  # typing stopped this long: the draft is prefilled (draft_warm.py)
 
 
 def lay_out(conversations: QWidget, preset_bar: QWidget, view: QWidget, banner: QWidget,
@@ -78,6 +81,9 @@ class ChatPage(QWidget):
         self.reply_observers: list[Callable[[Any], None]] = []
         self._busy = False
         self.conv: Conversation = self._draft()
+        self.typing_pause = QTimer(self)  # restarted by every change of the draft
+        self.typing_pause.setSingleShot(True)
+        self.typing_pause.setInterval(TYPING_PAUSE_MS)
 
         self.conversations = ConversationList()
         self.preset_bar = PresetBar(self.presets)
@@ -105,6 +111,7 @@ class ChatPage(QWidget):
             return Reply(self.gateway, store, conv, self.settings().sampling(), **how)
 
         self.tasks = TaskSet(report_errors=True)
+        self.warmer = DraftWarmer(self.gateway, self.tasks)
         self.editing = Editing(self.composer, store, view, say=say, refresh_list=self.refresh_list)
         take_back = TakeBack(store, view, self.editing, self.tasks, say=say, given=self._given_back,
                              unsaved=self._unsaved)
@@ -134,6 +141,8 @@ class ChatPage(QWidget):
         view.copied.connect(lambda: self.status.emit("Copied to the clipboard"))
         view.earlier_shown.connect(self.speech.refresh)  # Replay on the replies drawn now
         composer.send_requested.connect(self.send)
+        composer.edit.textChanged.connect(self.typing_pause.start)
+        self.typing_pause.timeout.connect(self.warm_draft)
         composer.refused.connect(self.status)
         composer.stop_requested.connect(self.stop)
         composer.edit_cancelled.connect(self.editing.cancel)
@@ -250,7 +259,8 @@ class ChatPage(QWidget):
             self.status.emit(f"The images could not be saved ({exc.strerror or exc}); nothing was sent.")
             self.composer.edit.setPlainText(text)  # the text is not lost
             return
-        edit = None
+        edit, typed = None, self.warmer.sent(self.conv)
+        self.typing_pause.stop()
         if self.editing.index is not None:
             edit = self.editing.branch(self.conv, text, paths)
             if edit is None:
@@ -264,7 +274,14 @@ class ChatPage(QWidget):
             self.refresh_list()
             if new:
                 self.conversation_changed.emit(self.conv.id)
-        self.turns.start(self.conv, edit=edit)
+        self.turns.start(self.conv, edit=edit, typed=typed and edit is None)
+
+    def warm_draft(self) -> None:
+        """The user paused typing: prefill the draft (not while this conversation's reply is being
+        written, while an earlier message is edited, with images attached, or when turned off)."""
+        if self.busy or self.editing.index is not None or self.composer.images or not self.settings().prefill_while_typing:
+            return
+        self.warmer.warm(self.conv, self.composer.draft())
 
     def edit(self, index: int) -> None:
         """Put a user message into the composer; sending it branches the conversation there."""

@@ -66,11 +66,11 @@ class Turns:
         return self._replies.get(conv_id)
 
     def start(self, conv: Conversation, *, again: bool = False, continuing: bool = False,
-              edit: Edit | None = None) -> Reply:
+              edit: Edit | None = None, typed: bool = False) -> Reply:
         """Write a reply to `conv` (the shown conversation); `again`: its last reply again (the old
         one comes back if no new reply arrives); `edit`: the edit that made its last message (taken
-        back if the reply fails)."""
-        reply = self.new_reply(conv, again=again, continuing=continuing, edit=edit)
+        back if the reply fails); `typed`: its last message was prefilled while it was typed."""
+        reply = self.new_reply(conv, again=again, continuing=continuing, edit=edit, typed=typed)
         self.take_back.forget(conv.id)
         self._replies[conv.id] = reply
         self._notices.pop(conv.id, None)
