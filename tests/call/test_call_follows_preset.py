@@ -5,6 +5,7 @@ repetition penalty included; the call, saved as a conversation, keeps the preset
 from __future__ import annotations
 
 import asyncio
+import time
 
 from call_fakes import EnergyDetector, ScriptedMic, ScriptedTranscriber
 from gw_helpers import run
@@ -20,6 +21,15 @@ from desktop.model.params import SamplingParams
 from desktop.protocol import Done, TokenStats
 from desktop.settings import Settings
 from desktop.speech.voice import Voice
+
+
+class QuietMic(ScriptedMic):
+    """No frames unless pushed; waits as a real microphone does (the call's media thread polls it)."""
+
+    def read(self, max_frames=None, timeout: float = 0.0):
+        if not self.pending and timeout:
+            time.sleep(timeout)
+        return super().read(max_frames, timeout)
 
 
 class Stream:
@@ -77,7 +87,7 @@ def test_a_call_takes_the_presets_prompt_voice_and_rate_and_the_settings_samplin
     saved = []
     factory = CallFactory(gw, lambda: voice, lambda: settings, presets=presets, store=store, clock=clock)
     factory.on_saved = saved.append
-    factory._parts = lambda s: CallParts(ScriptedMic(clock), EnergyDetector(), ScriptedTranscriber([]))  # no Whisper
+    factory._parts = lambda s: CallParts(QuietMic(clock), EnergyDetector(), ScriptedTranscriber([]))  # no Whisper
 
     async def main() -> None:
         call = await factory.start(CallMode.DUPLEX)
