@@ -80,7 +80,8 @@ class Pages:
             from desktop.ui.call.page import CallPage
 
             calls = CallFactory(self._engine, lambda: self.voice, self._settings, recordings=self.recordings,
-                                model=self._model, sees_images=self._sees_images, store=self.store)
+                                model=self._model, sees_images=self._sees_images, store=self.store,
+                                presets=getattr(self.chat_page, "presets", None))  # the chat's: one list of presets
             page = CallPage(calls.start, calls.mic_status, cameras=calls,
                             camera_fps=self._settings().camera_preview_fps)
             calls.on_recording = page.recording.emit  # a Qt signal: safe from the recorder's threads

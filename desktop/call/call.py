@@ -41,12 +41,14 @@ class Call:
     """One voice call, built from its parts (each in its own file): MicFrames (each microphone
     frame), Utterance (the user's speech → its transcript), TurnTaking (who has the turn),
     Replies (the assistant's answer, spoken as it streams), ReplyCut (a barge-in), Playback (the
-    voice's reports), CallSession (the gateway session) and CallTasks (its asyncio tasks)."""
+    voice's reports), CallSession (the gateway session) and CallTasks (its asyncio tasks).
+    `system` and `params`: the system prompt and sampling of the call, the user's choices (the
+    app's CallFactory passes the preset's prompt and the Settings' sampling, as a chat gets);
+    without them, no system prompt and greedy replies."""
 
     def __init__(self, gateway: EngineApi, mic: Any, voice: Any, detector: Detector, transcriber: Transcriber, *,
                  canceller: Canceller | None = None, mode: CallMode = CallMode.DUPLEX, clock: Clock = RealClock(),
-                 system: str | None = "You are a helpful voice assistant. Answer briefly, in plain spoken sentences.",
-                 params: SamplingParams | None = None, idle_timeout_s: float = 300.0,
+                 system: str | None = None, params: SamplingParams | None = None, idle_timeout_s: float = 300.0,
                  video: VideoFeed | None = None, turn_model: TurnModel | None = None) -> None:
         self.gateway, self.mic, self.voice, self.detector, self.transcriber = gateway, mic, voice, detector, transcriber
         self.canceller, self.clock, self.system = canceller, clock, system
@@ -72,7 +74,7 @@ class Call:
         self.frame_taps = self.mic_frames.frame_taps
         self.replies = Replies(self.session, self.draft, self.speaker, voice, self.utterance, self.turn_taking, clock,
                                self.events.emit, video,
-                               params or SamplingParams(max_tokens=200, temperature=0.7, top_p=0.9))
+                               params or SamplingParams())
         self.turns = self.replies.turns
         self.cut = ReplyCut(self.replies, self.session, self.speaker, voice, self.ducker, self.tasks, self.events.emit)
         self.playback = Playback(voice, self.replies, self.turn_taking, clock, self.events.emit)

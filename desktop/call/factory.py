@@ -1,6 +1,8 @@
 """Starts voice calls for the Call page (part of the composition root): opens the microphone from
 Settings, loads the VAD and Whisper once (kept for later calls), builds a Call on the gateway and
 the app's Voice, and runs its media thread (the microphone read and every frame's processing).
+A call follows the user's choices as a new chat does: the preset chosen for new chats gives its
+system prompt, voice and speaking rate, the Settings its sampling (repetition penalty included).
 A call that ends is saved as a chat conversation (call/transcript.py) when a store is given."""
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ class CallFactory:
     say to; `on_recording(text)` then hears "● Recording", a warning, or "" when it stops.
     `sees_images()`: whether the loaded model takes images (then a video call's frames go to it).
     `store` (a ConversationStore, optional): each call that ends is saved there as a conversation,
-    and `on_saved(conversation)` hears of it (on the event loop's thread)."""
+    and `on_saved(conversation)` hears of it (on the event loop's thread). `presets` (a
+    PresetStore; by default the user's): where the preset of Settings.system_preset is found."""
 
     def __init__(self, gateway: EngineApi, voice: Callable[[], Any], settings: Callable[[], Settings], *,
                  recordings: Any = None, model: Callable[[], str | None] = lambda: None,
-                 sees_images: Callable[[], bool] = lambda: False, store: Any = None,
+                 sees_images: Callable[[], bool] = lambda: False, store: Any = None, presets: Any = None,
                  clock: Clock = RealClock()) -> None:  # fmt: skip
-        self.gateway, self.voice, self.settings = gateway, voice, settings
+        self.gateway, self.voice, self.settings, self._presets = gateway, voice, settings, presets
         self.recordings, self.model, self.sees_images = recordings, model, sees_images
         self.store, self.clock = store, clock  # clock: the calls' (tests: a virtual one)
         self.on_recording: Callable[[str], None] = lambda text: None
@@ -70,15 +73,20 @@ class CallFactory:
         """A started call (its session open, the microphone running); OmnideskError with a plain
         message when the microphone, the speech models or the model are not available."""
         settings, voice = self.settings(), self.voice()
+        preset = self.preset(settings)
         parts = await asyncio.to_thread(self._parts, settings)
         speaker = voice if voice is not None and voice.available else None  # the speaker's owner: taps go to it
         untap = self._echo(parts, speaker)
         video = VideoFeed(rate_hz=settings.camera_frames_per_s, max_in_context=settings.camera_max_frames)
+        if speaker is not None:
+            speaker.use(*preset.speech())  # the preset's voice and rate (a new one loads now)
+            speaker.prepare()
         call = Call(self.gateway, parts.mic, voice, parts.detector, parts.transcriber,
                     canceller=parts.canceller, mode=mode, idle_timeout_s=settings.call_idle_timeout_s, video=video,
-                    clock=self.clock, turn_model=parts.turn_model)
+                    clock=self.clock, system=preset.prompt or None, params=settings.sampling(),
+                    turn_model=parts.turn_model)
         call.listeners.append(lambda event: untap() if event.kind == "ended" else None)
-        call.listeners.append(lambda event: self._save(call) if event.kind == "ended" else None)
+        call.listeners.append(lambda event: self._save(call, preset.id) if event.kind == "ended" else None)
         try:
             await call.start()
         except BaseException:
@@ -96,7 +104,15 @@ class CallFactory:
             asyncio.get_running_loop().call_soon(call.events.emit, CallEvent("notice", parts.notice))
         return call
 
-    def _save(self, call: Call) -> None:
+    def preset(self, settings: Settings) -> Any:
+        """The preset new chats use (Settings.system_preset; the first, "Assistant", when it is gone)."""
+        if self._presets is None:
+            from desktop.chat.presets import PresetStore
+
+            self._presets = PresetStore()
+        return self._presets.get(settings.system_preset) or self._presets.list()[0]
+
+    def _save(self, call: Call, preset: str = "") -> None:
         """The ended call's exchange as a conversation in Chat (a failure is logged: the call
         itself went well)."""
         if self.store is None:
@@ -104,7 +120,7 @@ class CallFactory:
         from desktop.call.transcript import save_call
 
         try:
-            conv = save_call(self.store, list(call.turns), call.system or "")
+            conv = save_call(self.store, list(call.turns), call.system or "", preset)
         except Exception:
             log.exception("The call could not be saved as a conversation")
             return

@@ -37,13 +37,15 @@ def call_title(messages: list[tuple[str, str]]) -> str:
     return TITLE_PREFIX + title_from(first)
 
 
-def save_call(store: ConversationStore, turns: Iterable[Any], system_prompt: str = "") -> Conversation | None:
+def save_call(store: ConversationStore, turns: Iterable[Any], system_prompt: str = "",
+              preset: str = "") -> Conversation | None:
     """Save the call's exchange as a new conversation (continued by typing in Chat); None when
-    nobody said anything. Keeps the call's system prompt: the model saw the call under it."""
+    nobody said anything. Keeps the call's system prompt (the model saw the call under it) and
+    the id of the preset it came from."""
     messages = call_messages(turns)
     if not any(role == "user" for role, _ in messages):
         return None
-    conv = store.new(system_prompt=system_prompt or "")
+    conv = store.new(system_prompt=system_prompt or "", preset=preset)
     conv.title = call_title(messages)
     conv.messages.extend(StoredMessage(role, text) for role, text in messages)
     store.save(conv)

@@ -1,5 +1,6 @@
-"""System-prompt presets: read-only built-ins from assets/presets.json plus the user's own,
-saved as presets.json in the user data folder (add, edit, delete). No Qt."""
+"""Presets: a system prompt with the voice that speaks it and its speaking rate; read-only built-ins
+from assets/presets.json plus the user's own, saved as presets.json in the user data folder (add,
+edit, delete). Chats and calls use them. No Qt."""
 
 from __future__ import annotations
 
@@ -17,15 +18,45 @@ log = logging.getLogger(__name__)
 BUILTIN_PATH = Path(__file__).resolve().parents[2] / "assets" / "presets.json"
 # Used only when the asset file is missing (e.g. an install that did not ship assets/).
 MAX_BYTES = 4 << 20  # the presets file; a larger one is set aside unread
+RATES = (0.5, 2.0)  # speaking rate: a multiple of the voice's own pace
+
+
+class KEEP:
+    """`PresetStore.update(voice=KEEP)`: the voice stays as it is."""
+
+
 _FALLBACK = [{"id": "assistant", "name": "Assistant", "prompt": "You are a helpful, honest assistant."}]
 
 
 @dataclass(frozen=True, slots=True)
 class Preset:
+    """`voice`: "engine:voice" ("piper:joe_us", "espeak:en-us"), or None for the voice chosen in
+    Settings (what presets saved before they had a voice get); `rate`: the speaking rate, a
+    multiple of the voice's own pace."""
+
     id: str
     name: str
     prompt: str
     builtin: bool = False
+    voice: str | None = None
+    rate: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.voice is not None and not split_voice(self.voice)[0]:
+            raise ValueError(f"a preset's voice is 'engine:voice' (got {self.voice!r})")
+        if isinstance(self.rate, bool) or not isinstance(self.rate, (int, float)) or not RATES[0] <= self.rate <= RATES[1]:
+            raise ValueError(f"a preset's rate is between {RATES[0]} and {RATES[1]} (got {self.rate!r})")
+
+    def speech(self) -> tuple[str | None, str | None, float]:
+        """(engine, voice, rate) for `Voice.use`: engine None is the Settings' engine and voice."""
+        engine, voice = split_voice(self.voice) if self.voice is not None else (None, None)
+        return engine, voice, self.rate
+
+
+def split_voice(voice: str) -> tuple[str, str | None]:
+    """"piper:joe_us" → ("piper", "joe_us"); "espeak:" → ("espeak", None), the engine's default."""
+    engine, _, name = voice.partition(":")
+    return engine, name or None
 
 
 def _parse(data: object, builtin: bool) -> list[Preset]:
@@ -36,8 +67,19 @@ def _parse(data: object, builtin: bool) -> list[Preset]:
     for p in items:
         if not isinstance(p, dict) or not all(isinstance(p.get(k), str) for k in ("id", "name", "prompt")):
             raise ValueError("a preset needs string id, name and prompt")
-        out.append(Preset(p["id"], p["name"], p["prompt"], builtin))
+        out.append(Preset(p["id"], p["name"], p["prompt"], builtin, *_speech(p)))
     return out
+
+
+def _speech(p: dict) -> tuple[str | None, float]:
+    """A preset's voice and rate; absent (files saved before presets had them) or unusable, each
+    falls back alone to the Settings' voice and the normal rate."""
+    voice, rate = p.get("voice"), p.get("rate", 1.0)
+    if not (isinstance(voice, str) and split_voice(voice)[0]):
+        voice = None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not RATES[0] <= rate <= RATES[1]:
+        rate = 1.0
+    return voice, float(rate)
 
 
 def load_builtin(path: Path = BUILTIN_PATH) -> list[Preset]:
@@ -75,7 +117,7 @@ class PresetStore:
     def get(self, preset_id: str) -> Preset | None:
         return next((p for p in self.list() if p.id == preset_id), None)
 
-    def add(self, name: str, prompt: str) -> Preset:
+    def add(self, name: str, prompt: str, *, voice: str | None = None, rate: float = 1.0) -> Preset:
         """Save a new user preset; its id is made from the name and is unique."""
         name = self._check_name(name)
         base = "user-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "preset")
@@ -83,16 +125,20 @@ class PresetStore:
         pid, n = base, 2
         while pid in ids:
             pid, n = f"{base}-{n}", n + 1
-        preset = Preset(pid, name, prompt)
+        preset = Preset(pid, name, prompt, voice=voice, rate=rate)
         self._user.append(preset)
         self._save()
         return preset
 
-    def update(self, preset_id: str, *, name: str | None = None, prompt: str | None = None) -> Preset:
+    def update(self, preset_id: str, *, name: str | None = None, prompt: str | None = None,
+               voice: str | None | type[KEEP] = KEEP, rate: float | None = None) -> Preset:
+        """Change a user preset; what is not given stays (`voice=None`: the Settings' voice)."""
         i = self._user_index(preset_id)
         old = self._user[i]
         self._user[i] = Preset(old.id, self._check_name(name) if name is not None else old.name,
-                               prompt if prompt is not None else old.prompt)
+                               prompt if prompt is not None else old.prompt,
+                               voice=old.voice if voice is KEEP else voice,  # type: ignore[arg-type]
+                               rate=rate if rate is not None else old.rate)
         self._save()
         return self._user[i]
 
@@ -116,5 +162,6 @@ class PresetStore:
         return name
 
     def _save(self) -> None:
-        data = {"version": 1, "presets": [{"id": p.id, "name": p.name, "prompt": p.prompt} for p in self._user]}
+        data = {"version": 1, "presets": [{"id": p.id, "name": p.name, "prompt": p.prompt, "voice": p.voice,
+                                           "rate": p.rate} for p in self._user]}
         write_atomic(self.path, json.dumps(data, ensure_ascii=False, indent=1))

@@ -75,13 +75,14 @@ class PiperTTS:
     off the UI thread. Yields one chunk per sentence. `threads` onnxruntime threads (default 1:
     real time needs far less, and the LLM shares the CPU); they never spin-wait."""
 
-    def __init__(self, voice: str | Path | None = None, *, threads: int = 1) -> None:
+    def __init__(self, voice: str | Path | None = None, *, threads: int = 1, rate: float = 1.0) -> None:
         self.model_path, self.config_path = _resolve_piper_voice(voice)
+        self.rate = rate  # speaking rate: a multiple of the voice's own pace
         self.voice = self.model_path.stem
         try:
             import onnxruntime
             from piper import PiperVoice
-            from piper.config import PiperConfig
+            from piper.config import PiperConfig, SynthesisConfig
 
             config = json.loads(self.config_path.read_text(encoding="utf-8"))
             self.sample_rate: int = int(config["audio"]["sample_rate"])
@@ -94,6 +95,8 @@ class PiperTTS:
                 str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
             self._voice = PiperVoice(session=session, config=PiperConfig.from_dict(config))
+            # a faster voice is a shorter one: Piper stretches each phoneme by length_scale
+            self._syn = SynthesisConfig(length_scale=self._voice.config.length_scale / rate)
         except ImportError as exc:
             raise TTSError("Piper is not installed (pip install piper-tts)") from exc
         except Exception as exc:  # corrupt model/config, onnxruntime failure
@@ -108,7 +111,7 @@ class PiperTTS:
             if not phonemes:
                 continue
             ids = self._voice.phonemes_to_ids(phonemes)
-            audio = np.asarray(self._voice.phoneme_ids_to_audio(ids), dtype=np.float32).reshape(-1)
+            audio = np.asarray(self._voice.phoneme_ids_to_audio(ids, self._syn), dtype=np.float32).reshape(-1)
             peak = float(np.max(np.abs(audio))) if audio.size else 0.0
             if peak > 1e-8:  # Piper's own normalisation, leaving headroom for resampling
                 yield audio * np.float32(PEAK / peak)
@@ -121,7 +124,7 @@ class EspeakTTS:
     """espeak-ng in-process (library and data from `espeakng-loader`), ≈100 ms chunks, RTF ≈0.003.
     Instances are cheap and share the one process-wide library; syntheses are serialised."""
 
-    def __init__(self, voice: str = "en-us", rate_wpm: int = 175) -> None:
+    def __init__(self, voice: str = "en-us", rate_wpm: int = 175) -> None:  # 175: ESPEAK_WPM
         try:
             from desktop.model.espeak import EspeakLibrary
 
@@ -167,12 +170,16 @@ class EspeakTTS:
             stop.set()
 
 
-def make_tts(name: str = DEFAULT_ENGINE, voice: str | None = None) -> TTSEngine:
-    """Build the engine the settings name ("piper" or "espeak"); `voice` None means its default."""
+ESPEAK_WPM = 175  # espeak-ng's own pace, words per minute
+
+
+def make_tts(name: str = DEFAULT_ENGINE, voice: str | None = None, rate: float = 1.0) -> TTSEngine:
+    """Build the engine the settings name ("piper" or "espeak"); `voice` None means its default;
+    `rate` the speaking rate, a multiple of the voice's own pace."""
     if name == "piper":
-        return PiperTTS(voice)
+        return PiperTTS(voice, rate=rate)
     if name == "espeak":
-        return EspeakTTS(voice or "en-us")
+        return EspeakTTS(voice or "en-us", rate_wpm=round(ESPEAK_WPM * rate))
     raise TTSError(f"Unknown speech engine {name!r} (choose piper or espeak)")
 
 

@@ -42,7 +42,10 @@ class Voice:
                  engine: tuple[str, str | None] | None = None, reason: str | None = None) -> None:
         self.available = sink is not None and tts_factory is not None
         self.reason = None if self.available else (reason or "Audio is off")
-        self._sink, self._clock, self._owns_sink, self._engine = sink, clock, owns_sink, engine
+        self._sink, self._clock, self._owns_sink = sink, clock, owns_sink
+        # the engine and voice of the Settings, a preset's choice over them (`use`), and the one loaded
+        self._settings_engine, self._chosen = engine, (None, None, 1.0)
+        self._engine = (*engine, 1.0) if engine is not None else None
         self._out = Playback(sink)
         self.finished = FinishedReplies()  # the one registry of replies that are over (ReplyVoice's too)
         self._listeners: list[Callable[[VoiceEvent], None]] = []
@@ -74,6 +77,18 @@ class Voice:
                 return cls.unavailable(exc.message)
         engine = (settings.tts_engine, settings.tts_voice)
         return cls(lambda: make_tts(*engine), sink, owns_sink=owns, engine=engine, **kwargs)
+
+    def use(self, engine: str | None, voice: str | None = None, rate: float = 1.0) -> None:
+        """Speak the next replies with this engine, voice and rate (a preset's: `Preset.speech()`);
+        engine None: the Settings' engine and voice. A change stops what is playing and loads the
+        engine anew for the next reply; the same choice again costs nothing."""
+        self._chosen = (engine, voice, rate)
+        self._follow()
+
+    @property
+    def speech(self) -> tuple[str, str | None, float] | None:
+        """(engine, voice, rate) the next replies are spoken with (None: not known to this voice)."""
+        return self._engine
 
     @classmethod
     def unavailable(cls, reason: str) -> Voice:
@@ -205,15 +220,26 @@ class Voice:
         if not self.available:
             return
         self.set_volume(settings.volume)
-        engine = (settings.tts_engine, settings.tts_voice)
-        if engine != self._engine:
-            from desktop.model.tts import make_tts
+        self._settings_engine = (settings.tts_engine, settings.tts_voice)
+        self._follow()
 
-            self.stop()
-            self._engine = engine
-            if self._loader is not None:
-                self._loader.factory = lambda: make_tts(*engine)
-            self._relay.put(Reload())
+    def _follow(self) -> None:
+        """Load the engine the choice and the Settings ask for, if it is not the one loaded."""
+        engine, voice, rate = self._chosen
+        if engine is None:
+            if self._settings_engine is None:  # built on a bare factory: it stays
+                return
+            engine, voice = self._settings_engine
+        want = (engine, voice, rate)
+        if not self.available or want == self._engine:
+            return
+        from desktop.model.tts import make_tts
+
+        self.stop()
+        self._engine = want
+        if self._loader is not None:
+            self._loader.factory = lambda: make_tts(*want)
+        self._relay.put(Reload())
 
     def close(self) -> None:
         """Silence, stop the threads and release the speaker (if this voice opened it)."""

@@ -26,6 +26,7 @@ from desktop.ui.chat.editing import Editing
 from desktop.ui.chat.message_view import MessageView
 from desktop.ui.chat.notice import QueueBanner
 from desktop.ui.chat.preset_bar import PresetBar
+from desktop.ui.chat.preset_voice import settings_voice
 from desktop.ui.chat.take_back import TakeBack
 from desktop.ui.chat.turn import Turns
 from desktop.ui.chat.versions import Versions
@@ -86,11 +87,11 @@ class ChatPage(QWidget):
         self.typing_pause.setInterval(TYPING_PAUSE_MS)
 
         self.conversations = ConversationList()
-        self.preset_bar = PresetBar(self.presets)
+        self.preset_bar = PresetBar(self.presets, settings_voice=lambda: settings_voice(settings()))
         self.view = MessageView()
         self.queue_banner = QueueBanner()
         self.composer = Composer(supports_images)
-        self.speech = ChatVoice(self.view, settings().voice_enabled, self)
+        self.speech = ChatVoice(self.view, settings().voice_enabled, self, self.presets)
         self.composer.add_tool(self.speech.button)
         self._build_parts()
         layout = QVBoxLayout(self)

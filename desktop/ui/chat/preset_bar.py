@@ -1,9 +1,12 @@
-"""The system prompt of the conversation, above its messages: pick a preset, edit its text, save
-it as a preset of one's own. Only a new conversation can change it; later it is shown only."""
+"""The system prompt of the conversation, above its messages: pick a preset, edit its text and its
+voice, save it as a preset of one's own. Only a new conversation can change it; later it is shown
+only. The voice and rate of one's own preset are saved as they change."""
 
 from __future__ import annotations
 
 from html import escape
+
+from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -18,16 +21,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.chat.presets import PresetStore
+from desktop.chat.presets import Preset, PresetStore
 from desktop.ui.style import muted, small_font
 from desktop.ui.plain import plain_tip
+from desktop.ui.chat.preset_voice import PresetVoice
 
 
 class PresetBar(QWidget):
     changed = Signal(str, str)  # preset id ("" once the text was edited), prompt text
     status = Signal(str)
 
-    def __init__(self, presets: PresetStore, parent: QWidget | None = None) -> None:
+    def __init__(self, presets: PresetStore, parent: QWidget | None = None,
+                 settings_voice: Callable[[], str] = lambda: "") -> None:  # fmt: skip
         super().__init__(parent)
         self.presets, self._quiet = presets, False
         outer = QVBoxLayout(self)
@@ -61,6 +66,9 @@ class PresetBar(QWidget):
         self.editor.setPlaceholderText("No system prompt: the model gets only the conversation")
         self.editor.textChanged.connect(self._edited)
         outer.addWidget(self.editor)
+        self.speech = PresetVoice(settings_voice)  # the preset's voice and speaking rate
+        self.speech.changed.connect(self._speech_changed)
+        outer.addWidget(self.speech)
         save_row = QHBoxLayout()
         self.name = QLineEdit()
         self.name.setPlaceholderText("Name for a new preset")
@@ -86,6 +94,7 @@ class PresetBar(QWidget):
             i = self.combo.findData(preset_id)
             self.combo.setCurrentIndex(i)
             self.editor.setPlainText(prompt)
+            self._show_speech(self.presets.get(preset_id))
         finally:
             self._quiet = False
         self.combo.setVisible(editable)
@@ -94,6 +103,7 @@ class PresetBar(QWidget):
         self.fixed.setToolTip(plain_tip(prompt))
         self.fixed.setVisible(not editable)
         self.editor.setReadOnly(not editable)
+        self.speech.setEnabled(editable)
         self._update_state(preset_id, prompt)
         self._show_editor(self.toggle.isChecked())
 
@@ -110,6 +120,7 @@ class PresetBar(QWidget):
         if preset is not None:
             self._quiet = True
             self.editor.setPlainText(preset.prompt)
+            self._show_speech(preset)
             self._quiet = False
             self._update_state(preset.id, preset.prompt)
             self.changed.emit(preset.id, preset.prompt)
@@ -132,11 +143,26 @@ class PresetBar(QWidget):
     def _show_editor(self, shown: bool) -> None:
         self.toggle.setText(("Hide" if shown else "Edit" if self._editable else "Show") + " prompt")
         self.editor.setVisible(shown)
+        self.speech.setVisible(shown)
         self.save_row.setVisible(shown and self._editable)
+
+    def _show_speech(self, preset: Preset | None) -> None:
+        self.speech.set_value(preset.voice, preset.rate) if preset is not None else self.speech.set_value(None, 1.0)
+
+    def _speech_changed(self) -> None:
+        """One's own preset keeps its new voice or rate at once; a built-in's go with Save as preset."""
+        preset = self.presets.get(self.combo.currentData())
+        if not self._editable or preset is None or preset.builtin:
+            return
+        voice, rate = self.speech.value()
+        if (voice, rate) != (preset.voice, preset.rate):
+            self.presets.update(preset.id, voice=voice, rate=rate)
+            self.status.emit(f"Saved the voice of the preset “{preset.name}”")
 
     def _save_as(self) -> None:
         try:
-            preset = self.presets.add(self.name.text(), self.editor.toPlainText())
+            voice, rate = self.speech.value()
+            preset = self.presets.add(self.name.text(), self.editor.toPlainText(), voice=voice, rate=rate)
         except ValueError as exc:
             self.status.emit(str(exc))
             return

@@ -8,6 +8,7 @@ from PySide6.QtCore import QObject, QPoint, QPointF, QRect, QRectF, Qt, QTimer, 
 from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QToolButton, QToolTip, QWidget
 
+from desktop.chat.presets import PresetStore
 from desktop.chat.reply import Reply
 from desktop.speech.reply_voice import ReplyVoice
 from desktop.speech.voice import Voice
@@ -70,9 +71,9 @@ class ChatVoice(QObject):
     status = Signal(str)
     _event = Signal(object)  # VoiceEvent, from the voice's threads to this (Qt) thread
 
-    def __init__(self, view: MessageView, enabled: bool, parent: QWidget) -> None:
+    def __init__(self, view: MessageView, enabled: bool, parent: QWidget, presets: PresetStore | None = None) -> None:
         super().__init__(parent)
-        self.view, self.voice, self.enabled = view, None, enabled
+        self.view, self.voice, self.enabled, self.presets = view, None, enabled, presets
         self.replies: ReplyVoice | None = None  # speaks the replies of `voice`
         self._told_off = False
         self.button = QToolButton(parent)
@@ -186,8 +187,12 @@ class ChatVoice(QObject):
     # ------------------------------------------------------------------ the page's turns
 
     def follow(self, reply: Reply) -> None:
-        """Speak this reply as it streams, while the voice is on."""
+        """Speak this reply as it streams, while the voice is on, in the voice and at the rate of
+        its conversation's preset (an edited prompt: the Settings' voice)."""
         if self.replies is not None:
+            if self.speaks:
+                preset = self.presets.get(reply.conv.preset) if self.presets is not None else None
+                self.voice.use(*(preset.speech() if preset is not None else (None, None, 1.0)))
             self.replies.follow(reply)
 
     def _began(self, rid: str) -> None:
