@@ -1,26 +1,31 @@
-"""Voice-call latency and robustness (issue 10): a scripted call in real time through the fakes.
+"""Voice-call latency and robustness (issues 10 and 21): a scripted call in real time through the fakes.
 
 The user's turns are espeak speech played into the fake microphone (16 kHz frames through the
-same capture path as a real one); the call runs as in the app: echo canceller, silero-vad,
-Whisper tiny.en with partials, the embedded default model (dtype auto, one thread) in one session
-for the whole call, the reply spoken by Piper (or espeak) into the fake speaker, which plays in
-real time; with echo on (default) the speaker is looped back into the microphone (60 ms, gain
-0.4), so the assistant hears itself. Some turns are interrupted 1 s after the reply starts.
+same capture path as a real one); the call runs as the app makes it for a new user: echo
+canceller, silero-vad, the smart end of turn (Smart Turn v3.2 and the words so far; `--end-of-turn
+silence` for the old rule), Whisper tiny.en with partials, each partial prefilled into the session
+as a draft, the embedded default model (dtype auto, one thread) in one session for the whole call
+with the default preset's prompt (greedy), the reply spoken by Piper (or espeak) into the fake
+speaker, which plays in real time with the app's adaptive pre-roll; with echo on (default) the
+speaker is looped back into the microphone (60 ms, gain 0.4), so the assistant hears itself. Some
+turns are interrupted 1 s after the reply starts.
 
 Per turn: end of speech (the last sample of the user's audio, known exactly) → first audible
-sample of the reply, split into the VAD's end-of-turn wait, the final-transcript wait, the LLM's
-first token and the TTS up to the first sample; ASR wait; cached/new tokens. Two TTFTs: `ttft_ms`,
-the worker's own figure for the reply request (the reply's header over the kept KV: the user's
-words went in just before, by AppendInput), and `turn_ttft_ms`, the words handed to the session →
-the first token (their prefill, the reply's, and the round trips): what the user waits for. Barge-in:
-the user's speech onset → the first speaker block that is silent (and stays silent 200 ms).
+sample of the reply, and the chain by stage (`stages_ms_p50`): the end-of-turn decision, the final
+transcript after it, the first token, the first audio; ASR wait; cached/new/draft tokens. Two
+TTFTs: `ttft_ms`, the worker's own figure for the reply request, and `turn_ttft_ms`, the final
+words handed to the session → the first token: what the user waits for. Barge-in: the user's
+speech onset → the first speaker block that is silent (and stays silent 200 ms).
 `echo_barge_ins`: barge-ins the script did not cause (the assistant's own voice). WER of the
-transcripts over the script. The last line is JSON."""
+transcripts over the script. Then (unless `--skip`): `false_cutoffs` over utterances that pause
+mid-sentence (bench/turn_end.py) and typed chat's `typed_send_over_short` (bench/typed_send.py).
+The last line is JSON, with the CPU and each target met or not (`targets`)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import statistics
@@ -38,6 +43,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from desktop.call.call import Call  # noqa: E402
+from desktop.chat.presets import load_builtin  # noqa: E402
+from desktop.settings import Settings  # noqa: E402
 from desktop.call.parts import make_call_parts  # noqa: E402
 from desktop.call.state import CallPhase  # noqa: E402
 from desktop.gateway.gateway import Gateway  # noqa: E402
@@ -150,8 +157,10 @@ async def scripted_call(args: argparse.Namespace, gw: Gateway, on_call=None) -> 
         video = VideoFeed(camera)
         video.on = True  # sampled at 1/s as for a model that sees (taken, not sent: the model is text-only)
         video.take = lambda: []  # noqa: E731 - the text model gets no image parts
+    settings = Settings()  # the defaults a new user has: the "Assistant" preset, its repetition penalty
     call = Call(gw, mic, voice, parts.detector, parts.transcriber, canceller=parts.canceller, clock=clock,
-                params=SamplingParams(max_tokens=args.reply_tokens, temperature=0.0), video=video,
+                system=load_builtin()[0].prompt,
+                params=dataclasses.replace(settings.sampling(), max_tokens=args.reply_tokens, temperature=0.0), video=video,
                 turn_model=parts.turn_model)
     if args.verbose:
         t0 = clock.now()
