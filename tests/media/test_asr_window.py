@@ -66,3 +66,23 @@ def test_nothing_lost_at_the_end_of_a_long_window(cut, full):
     assert words(text)[-4:] == words(LONG)[-4:], text  # the last words, near the window's end
     assert word_error_rate(full.transcribe(audio).text, text) <= 0.1
     assert word_error_rate(LONG, text) <= 0.1
+
+
+@pytest.mark.speech_model
+def test_two_passes_at_once_each_get_their_own_window():
+    """Two workers run two calls together; each call's window is its own (per thread)."""
+    import threading
+
+    both = WhisperASR(threads=1, workers=2)
+    tts = EspeakTTS(voice="en-us", rate_wpm=165)
+    short, long = say(tts, SENTENCES[0]), say(tts, LONG)  # windows of 10 s and 16 s
+    alone = [both.transcribe(a).text for a in (short, long)]
+    assert words(alone[1])[-4:] == words(LONG)[-4:]
+    together: dict[int, str] = {}
+    threads = [threading.Thread(target=lambda k=k, a=a: together.__setitem__(k, both.transcribe(a).text))
+               for k, a in enumerate((short, long))]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert [together.get(0), together.get(1)] == alone
