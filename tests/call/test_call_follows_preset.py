@@ -58,11 +58,14 @@ class RecordingGateway:
         self.systems.append(system)
         return "s1"
 
-    def append_input(self, session_id, messages):
-        self.appended.append(list(messages))
+    def append_input(self, session_id, messages, draft=False):
+        if not draft:
+            self.appended.append(list(messages))
         return Stream(f"a{len(self.appended)}")
 
-    def generate_stream(self, session_id, params=None):
+    def generate_stream(self, session_id, params=None, messages=None):
+        if messages:
+            self.appended.append(list(messages))
         self.params.append(params)
         return Stream(f"g{len(self.params)}")
 
