@@ -88,6 +88,7 @@ def measure(n_paused: int = 20, n_complete: int = 8, *, voices: tuple = VOICES, 
         "smart_turn_ms_p95": _p(rig.model_ms, 95),
         "model_calls": len(rig.model_ms),
         "held_open_by_words": rig.held_open,
+        "ended_by_question": rig.questions,
         "words_ms_p50": _p(rig.words_ms, 50),
         "ended_by": {by: sum(e.by == by for e in ends) for by in sorted({e.by for e in ends})},
         "paused_decision_after_eos_ms_p50": _p([h.eos_to_decision_ms for h in paused if h.eos_to_decision_ms is not None], 50),
@@ -98,7 +99,8 @@ def measure(n_paused: int = 20, n_complete: int = 8, *, voices: tuple = VOICES, 
         for h in paused + complete:
             print(json.dumps({"text": h.turn.text, "voice": h.turn.voice, "pauses": h.turn.pauses, "end": round(h.turn.end, 2),
                               "cut_off": h.cut_off, "eos_to_decision_ms": h.eos_to_decision_ms,
-                              "ends": [(e.by, round(at - h.start, 3), e.probability and round(e.probability, 3)) for e, at in h.ends]}),
+                              "ends": [(e.by, round(at - h.start, 3), e.probability and round(e.probability, 3)) for e, at in h.ends],
+                              "asked": [(round(t - h.start, 2), round(p, 3), w) for t, p, w in h.asked or []]}),
                   file=sys.stderr, flush=True)  # fmt: skip
     if silence_rule:
         rig = TurnRig(None)

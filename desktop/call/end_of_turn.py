@@ -13,7 +13,7 @@ import numpy as np
 
 from desktop.call.state import AskTurnEnd
 from desktop.call.turn_taking import TurnTaking
-from desktop.call.turn_words import leaves_open
+from desktop.call.turn_words import asks_question, leaves_open
 from desktop.media.smart_turn import TurnVerdict
 
 log = logging.getLogger(__name__)
@@ -36,12 +36,14 @@ class EndOfTurn:
     prediction at a time. `asked`, `ms`: how often the model ran and what each run cost.
     `words()` (optional): the transcript of the utterance so far (waiting for the pass under
     way); a turn the model calls complete stays open when its words end mid-sentence
-    (call/turn_words.py). `held_open`: how often that happened."""
+    (call/turn_words.py), and one it calls incomplete ends when its words are a finished question.
+    `held_open`, `questions`: how often each happened."""
 
     def __init__(self, model: TurnModel, turn_taking: TurnTaking, *, inline: bool = False,
                  words: Callable[[], str | None] | None = None) -> None:  # fmt: skip
         self.model, self.turn_taking, self.words = model, turn_taking, words
         self.held_open = 0
+        self.questions = 0  # turns ended by a finished question the model was unsure of
         self._ring = np.zeros(int(KEEP_S * RATE), np.float32)
         self._pos = 0  # samples heard in all (the ring's write position is _pos % size)
         self._start = 0  # _pos at the utterance's start, less the pre-roll
@@ -84,25 +86,25 @@ class EndOfTurn:
         else:
             with self._lock:
                 self.ms.append(ms)
-            if complete and self._open_words():
-                complete = False
+            text = self._words()
+            if complete and text is not None and leaves_open(text):
+                complete = False  # the words say the sentence goes on
+                self.held_open += 1
+            elif complete is False and text is not None and asks_question(text):
+                complete = True  # a finished question, whatever the intonation
+                self.questions += 1
         state = self.turn_taking.state
         self.turn_taking.do(lambda now: state.turn_judged(pause, complete, probability, ms, now))
 
-    def _open_words(self) -> bool:
-        """Whether the words so far end mid-sentence (False when there are none to read)."""
+    def _words(self) -> str | None:
+        """The words so far (None when there are none to read)."""
         if self.words is None:
-            return False
+            return None
         try:
-            text = self.words()
+            return self.words()
         except Exception:  # no transcript: the model's verdict stands
             log.warning("The turn's words could not be read", exc_info=True)
-            return False
-        if text is None or not leaves_open(text):
-            return False
-        with self._lock:
-            self.held_open += 1
-        return True
+            return None
 
     @property
     def asked(self) -> int:

@@ -19,6 +19,9 @@ to of
 i i'm i'd i'll it's
 """.split())
 CLOSED_SO = frozenset("think hope guess believe suppose said say do did not even".split())
+# Phrases that want an object: "I would like to know …", "can you tell me …".
+OPEN_PHRASES = ("like to know", "want to know", "wanted to know", "tell me", "i would like", "i'd like",
+                "wondering if", "wondering whether")
 
 _WORD = re.compile(r"[a-z']+")
 
@@ -31,6 +34,16 @@ def leaves_open(text: str) -> bool:
     if stripped.endswith(("...", "…", "-", "—")):
         return True
     words = _WORD.findall(stripped.lower().replace("’", "'"))
-    if not words or words[-1] not in OPEN_WORDS:
+    if not words:
+        return False
+    if " ".join(words[-3:]).endswith(OPEN_PHRASES):
+        return True
+    if words[-1] not in OPEN_WORDS:
         return False
     return not (words[-1] == "so" and len(words) > 1 and words[-2] in CLOSED_SO)
+
+
+def asks_question(text: str) -> bool:
+    """Whether the transcript is a finished question: it ends with "?" and not on an open word
+    (a question ends the turn even where its intonation left the end-of-turn model unsure)."""
+    return text.strip().endswith("?") and not leaves_open(text)

@@ -198,3 +198,13 @@ def test_words_that_cannot_be_read_leave_the_models_verdict():
     judge.hear(np.ones(320, np.float32))
     judge.ask(state.speech_paused(9.9)[0])
     assert actions == [EndUtterance()] and judge.held_open == 0
+
+
+@pytest.mark.parametrize("text, ends", [("What should I visit first?", True), ("I went to the", False),
+                                        ("I went to the shop.", False), (None, False)])
+def test_a_finished_question_ends_a_turn_the_model_was_unsure_of(text, ends):
+    state, judge, actions = judged(Model(False), words=lambda: text)
+    state.speech_start(0.0)
+    judge.hear(np.ones(320, np.float32))
+    judge.ask(state.speech_paused(9.9)[0])
+    assert (actions == [EndUtterance()]) is ends and judge.questions == int(ends)

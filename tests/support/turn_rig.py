@@ -17,7 +17,7 @@ from desktop.call.mic_frames import MicFrames
 from desktop.call.parts import CALL_VAD, CALL_VAD_PAUSES, VadDetector
 from desktop.call.state import AskTurnEnd, BeginUtterance, CallMode, CallState, EndUtterance, TurnEnd
 from desktop.call.turn_taking import TurnTaking
-from desktop.call.turn_words import leaves_open
+from desktop.call.turn_words import asks_question, leaves_open
 from desktop.call.utterance import Utterance
 from desktop.media.clock import VirtualClock
 from desktop.media.fake_mic import FakeMicrophone
@@ -52,6 +52,7 @@ class Heard:
     start: float
     ends: list[tuple[TurnEnd, float]]
     begins: int  # BeginUtterance actions: 1 when the pause did not split the utterance
+    asked: list = None  # (clock time, model probability, words read) at each pause judged
 
     @property
     def eos(self) -> float:
@@ -77,7 +78,9 @@ class TurnRig:
     def __init__(self, model=None, asr=None) -> None:
         self.asr = asr
         self.held_open = 0
+        self.questions = 0
         self.words_ms: list[float] = []  # the words' pass, where it ran
+        self.asked: list[tuple[float, float, str | None]] = []  # (clock time, model probability, words) per pause
         self.clock = VirtualClock()
         self.mic = FakeMicrophone(self.clock, device_rate=RATE)
         self.mic.start()
@@ -111,13 +114,19 @@ class TurnRig:
                     verdict = None
                 ms = verdict.ms if verdict is not None else 0.0
                 self.model_ms.append(ms)
-                if verdict is not None and verdict.complete and self.asr is not None:
+                text = None
+                if verdict is not None and self.asr is not None:
                     words = self.asr.transcribe(audio)
+                    text = words.text
                     self.words_ms.append(words.ms)
                     ms = max(ms, words.ms)
-                    if leaves_open(words.text):
+                    if verdict.complete and leaves_open(words.text):
                         self.held_open += 1
                         verdict = verdict._replace(complete=False)
+                    elif not verdict.complete and asks_question(words.text):
+                        self.questions += 1
+                        verdict = verdict._replace(complete=True)
+                self.asked.append((self.clock.now(), verdict.probability if verdict is not None else -1.0, text))
                 self._due.append((self.clock.now() + ms / 1000.0, action.pause, verdict))
             elif isinstance(action, EndUtterance):
                 end = self.state.turn_end
@@ -149,9 +158,10 @@ class TurnRig:
     def hear(self, turn: SpokenTurn, lead_s: float = 0.5, tail_s: float = 3.0) -> Heard:
         """Play `turn` after `lead_s` of silence and listen `tail_s` past its end."""
         self._ends, self._begins = [], 0
+        first = len(self.asked)
         start = self.mic.play(np.asarray(turn.audio, np.float32), RATE, at=self.clock.now() + lead_s)
         self.run_for(lead_s + turn.end + tail_s)
-        return Heard(turn, start, list(self._ends), self._begins)
+        return Heard(turn, start, list(self._ends), self._begins, self.asked[first:])
 
     def close(self) -> None:
         self.mic.close()
