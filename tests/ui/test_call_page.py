@@ -16,7 +16,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from desktop.call.call import CallEvent, TurnMetrics
-from desktop.call.state import CallMode, CallPhase
+from desktop.call.state import CallMode, CallPhase, TurnEnd
 from desktop.errors import OmnideskError
 from desktop.settings import Settings
 from desktop.ui.call import CallPage
@@ -177,7 +177,7 @@ def test_at_the_windows_minimum_size_the_hint_wraps_and_the_metrics_fit(make_pag
     page.resize(953 - 172, 470 - 45)
     page.metrics.add(metrics(12, speech_end_t=10.0, first_audio_t=11.234, asr_ms=1640.0, ttft_ms=195.0,
                              cached_tokens=12_345, new_tokens=41, kv_tokens=12_386, first_token_t=10.5,
-                             underruns=3, drift_ms=120.0, heard="The capital"))
+                             underruns=3, drift_ms=120.0, heard="The capital", turn_end=TurnEnd(12.5, "fallback")))
     qtbot.wait(50)
     hint, view = page.transcript.hint, page.transcript.viewport()
     line = hint.fontMetrics().height()
@@ -229,13 +229,14 @@ def test_a_call_with_turns_and_a_barge_in(make_page, aloop, screenshot):
                                                         speech_end_t=10.0, first_audio_t=10.812, asr_ms=640.0,
                                                         ttft_ms=95.0, cached_tokens=0, new_tokens=41,
                                                         kv_tokens=52, first_token_t=10.5, underruns=0,
-                                                        drift_ms=12.0)),
+                                                        drift_ms=12.0, turn_end=TurnEnd(10.43, "smart"),
+                                                        draft_tokens=30)),
                           ev("phase", phase=CallPhase.LISTENING))
     settle(aloop)
     assert log.entries[-1].role == "assistant" and log.entries[-1].text == "The capital of France is Paris."
     assert page.metrics.rowCount() == 1
-    assert [page.metrics.text(0, c) for c in range(9)] == ["1", "812 ms", "640 ms", "95 ms", "312 ms", "0",
-                                                           "0", "41", "52"]
+    assert [page.metrics.text(0, c) for c in range(9)] == ["1", "812 ms", "430 ms", "640 ms", "95 ms", "312 ms",
+                                                           "0", "0", "41"]
 
     # turn 2: the user talks over the reply
     call.emit_from_thread(ev("phase", phase=CallPhase.USER_SPEAKING), ev("partial", "And"),
@@ -261,17 +262,17 @@ def test_a_call_with_turns_and_a_barge_in(make_page, aloop, screenshot):
     html = page.transcript.toHtml()
     assert "line-through" in html and "also its largest city" in html.split("line-through")[1]
     assert "Berlin is the capital" not in html.split("line-through")[1]
-    assert page.metrics.rowCount() == 2 and page.metrics.text(1, 0) == "2 · cut" and page.metrics.text(1, 8) == "70"
+    assert page.metrics.rowCount() == 2 and page.metrics.text(1, 0) == "2 · cut" and page.metrics.text(1, 7) == "52"
     call.emit_from_thread(ev("partial", "Wait, what about Italy"), ev("phase", phase=CallPhase.TRANSCRIBING),
                           ev("user", "Wait, what about Italy?"), ev("phase", phase=CallPhase.THINKING),
                           ev("assistant", "Rome."), ev("phase", phase=CallPhase.SPEAKING),
                           ev("metrics", metrics=metrics(3, speech_end_t=30.0, first_audio_t=30.65, asr_ms=600.0,
                                                         ttft_ms=38.0, cached_tokens=70, new_tokens=12,
-                                                        kv_tokens=86)),
+                                                        kv_tokens=86, turn_end=TurnEnd(32.5, "fallback"))),
                           ev("level", value=-18.0))
     settle(aloop)
     assert [e.text for e in log.entries if e.role == "assistant"][-1] == "Rome."
-    assert page.metrics.rowCount() == 3
+    assert page.metrics.rowCount() == 3 and page.metrics.text(2, 2) == "2,500 ms*"
     screenshot(page, "call_in_call")
 
 

@@ -1,5 +1,5 @@
-"""Per-turn numbers of the call as a compact table: end of speech → first audio, ASR time,
-TTFT, first sound, gaps and drift while it played, cached/new tokens and the session's KV size —
+"""Per-turn numbers of the call as a compact table: end of speech → first audio, the end-of-turn
+wait, ASR time, TTFT, first sound, gaps and drift while it played, cached/new tokens —
 one row per exchange, updated when the turn is reported again (played out, or cut)."""
 
 from __future__ import annotations
@@ -27,6 +27,13 @@ def _gaps(m: TurnMetrics) -> str:
     return "0" if not m.underruns else f"{m.underruns} · {(m.drift_ms or 0.0):,.0f} ms"
 
 
+def _turn_end(m: TurnMetrics) -> str:
+    """The end-of-turn wait; a star where a long silence decided instead of the model and your words."""
+    if m.turn_end is None or m.decision_ms is None:
+        return "—"
+    return _ms(m.decision_ms) + ("*" if m.turn_end.by in ("fallback", "silence") else "")
+
+
 def _tokens(value: int) -> str:
     return f"{value:,}"
 
@@ -37,16 +44,20 @@ COLUMNS: tuple[tuple[str, str, Callable[[TurnMetrics], str]], ...] = (
      lambda m: f"{m.turn} · cut" if m.heard is not None else str(m.turn)),
     ("End → audio", "From the last sound of your voice to the first sound of the reply",
      lambda m: _ms(m.eos_to_audio_ms)),
-    ("ASR", "Speech recognition: from the end of your speech to its final text", lambda m: _ms(m.asr_ms)),
+    ("Decided", "From the last sound of your voice to the call deciding you had finished: the end-of-turn "
+                 "model and your words (* when a silence decided instead)", _turn_end),
+    ("ASR", "Speech recognition: from the turn's end to its final text (most of it is done while you speak)",
+     lambda m: _ms(m.asr_ms)),
     ("TTFT", "Time to the reply's first token", lambda m: _ms(m.ttft_ms)),
     ("Voice", "First sound: from the reply's first words to their first sound (the voice's share)",
      lambda m: _ms(m.first_sound_ms)),
     ("Gaps", "Times the speaker ran dry while the reply played, and the silence they added "
              "(how much longer than its audio the reply took to play)",
      _gaps),
-    ("Cached", "Tokens of the call reused from the KV cache", lambda m: _tokens(m.cached_tokens)),
-    ("New", "Tokens the model read for this turn", lambda m: _tokens(m.new_tokens)),
-    ("KV", "Tokens in the call's KV cache after the reply", lambda m: _tokens(m.kv_tokens)),
+    ("Cached", "Tokens of the call reused from the KV cache, your words read while you spoke included",
+     lambda m: _tokens(m.cached_tokens)),
+    ("New", "Tokens the model read for this turn once you had finished (the call's KV cache then holds "
+            "the cached and new tokens and the reply)", lambda m: _tokens(m.new_tokens)),
 )
 
 
