@@ -16,7 +16,6 @@ script (all words together, as bench/call.py counts it). The last line is JSON, 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -32,6 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import soxr  # noqa: E402
 
+from machine import machine  # noqa: E402
 from desktop.media.asr import WhisperASR  # noqa: E402
 from desktop.media.frames import FRAME_S, FRAME_SAMPLES, SAMPLE_RATE  # noqa: E402
 from desktop.media.partials import PartialTranscriber  # noqa: E402
@@ -66,13 +66,11 @@ SETUPS = {
 
 
 def script() -> list[str]:
-    """bench/call.py's SCRIPT (loaded on demand, so that call.py may import this module)."""
-    path = Path(__file__).with_name("call.py")
-    spec = importlib.util.spec_from_file_location("bench_call_script", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return list(module.SCRIPT)
+    """bench/call.py's SCRIPT."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from call_script import SCRIPT
+
+    return list(SCRIPT)
 
 
 def speak(engine: Any, text: str) -> np.ndarray:
@@ -121,18 +119,6 @@ def pct(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1)
 
 
-def cpu() -> dict[str, Any]:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count()}
-
-
 def measure(setups: list[str] | None = None, *, voice_names: list[str] | None = None,
             sentences: list[str] | None = None, turn_end_ms: float = TURN_END_MS,
             log: Any = None) -> dict[str, Any]:  # fmt: skip
@@ -165,7 +151,7 @@ def measure(setups: list[str] | None = None, *, voice_names: list[str] | None = 
                     print(json.dumps({"setup": name, **{k: round(v, 1) if isinstance(v, float) else v
                                                         for k, v in row.items()}}), file=log, flush=True)  # fmt: skip
                 time.sleep(0.3)  # let a pass that the final did not need finish
-    out: dict[str, Any] = {"turn_end_ms": turn_end_ms, "utterances": len(rows[names[0]]), **cpu()}
+    out: dict[str, Any] = {"turn_end_ms": turn_end_ms, "utterances": len(rows[names[0]]), **machine()}
     for name in names:
         pt, pass_ms = built[name]
         pt.close()

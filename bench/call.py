@@ -61,21 +61,9 @@ from desktop.model.params import SamplingParams  # noqa: E402
 from desktop.model.tts import EspeakTTS, make_tts  # noqa: E402
 from desktop.workers.config import WorkerConfig  # noqa: E402
 from desktop.workers.thread_host import ThreadHost  # noqa: E402
+from call_script import BARGE, SCRIPT  # noqa: E402
 from machine import machine  # noqa: E402
 
-SCRIPT = [
-    "Hello, can you hear me?",
-    "What is the capital of France?",
-    "Tell me something about the history of that city.",
-    "How many people live there today?",
-    "What should I visit first?",
-    "Is the food expensive there?",
-    "What is a good dish to try?",
-    "How do I say thank you in French?",
-    "What is the weather like in spring?",
-    "Thanks, that is all for now.",
-]
-BARGE = "Sorry, let me stop you there."
 SILENT = 1e-4  # a block whose peak is below this is silence
 
 

@@ -28,6 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from call_script import SCRIPT  # noqa: E402
+from machine import machine  # noqa: E402
 from desktop.gateway.gateway import Gateway  # noqa: E402
 from desktop.model.loader import ModelSpec  # noqa: E402
 from desktop.model.params import SamplingParams  # noqa: E402
@@ -36,29 +39,7 @@ from desktop.workers.config import WorkerConfig  # noqa: E402
 from desktop.workers.thread_host import ThreadHost  # noqa: E402
 
 SYSTEM = "You are a helpful voice assistant. Answer briefly, in plain spoken sentences."
-SCRIPT = [  # bench/call.py's turns
-    "Hello, can you hear me?",
-    "What is the capital of France?",
-    "Tell me something about the history of that city.",
-    "How many people live there today?",
-    "What should I visit first?",
-    "Is the food expensive there?",
-    "What is a good dish to try?",
-    "How do I say thank you in French?",
-    "What is the weather like in spring?",
-    "Thanks, that is all for now.",
-]
 MODES = ("drafts", "one_trip", "two_trips")
-
-
-def cpu() -> dict:
-    """The CPU's model name (from /proc/cpuinfo) and its core count."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
-    except OSError:
-        name = "unknown"
-    return {"cpu": name, "cores": os.cpu_count()}
 
 
 def partials(text: str) -> list[str]:
@@ -137,7 +118,7 @@ def measure(turns: list[str] | None = None, model: str = "default", dtype: str =
 
     torch.set_num_threads(threads)
     rows = asyncio.run(_run(list(turns or SCRIPT), model, dtype, threads, reply_tokens))
-    out: dict = {**cpu(), "threads": threads, "model": model, "dtype": dtype, "turns": len(rows["drafts"]),
+    out: dict = {**machine(), "threads": threads, "model": model, "dtype": dtype, "turns": len(rows["drafts"]),
                  "reply_tokens": reply_tokens}
     for mode in MODES:
         ttft = [r["ttft_ms"] for r in rows[mode]]

@@ -28,8 +28,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from machine import machine  # noqa: E402
 from desktop.chat.draft_warm import WARM  # noqa: E402
 from desktop.gateway.gateway import Gateway  # noqa: E402
 from desktop.model.loader import ModelSpec  # noqa: E402
@@ -55,16 +57,6 @@ TYPED = ("Thanks, that is really helpful for the trip I am planning with my fami
          "Keep the plan simple and short, because I will print it and take it with us.")
 SHORT = "Thanks, go on."
 REPLY = SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True)
-
-
-def cpu() -> dict:
-    name = ""
-    try:
-        name = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu_model": name, "cpu_cores": os.cpu_count() or 0}
 
 
 def history(tag: str, turns: int) -> list[dict]:
@@ -132,7 +124,7 @@ async def run(model: str = "default", dtype: str = "auto", threads: int = 1, tur
     med = {k: {f: statistics.median(row[f] for row in v) for f in v[0]} for k, v in rows.items()}
     short, typed, paused = med["short"], med["typed"], med["paused"]
     return {
-        **cpu(), "model": model, "dtype": dtype, "threads": threads, "repeats": repeats, "warms": warms,
+        **machine(), "model": model, "dtype": dtype, "threads": threads, "repeats": repeats, "warms": warms,
         "history_tokens": int(short["history"]),
         "short_message_tokens": int(short["input"] - short["history"]),
         "typed_message_tokens": int(typed["input"] - typed["history"]),
