@@ -148,7 +148,12 @@ def test_stop_and_esc_silence_within_one_block(gateway, tmp_path, qtbot, aloop, 
 
 
 @pytest.mark.parametrize("how", ["new message", "new conversation", "regenerate"])
-def test_a_new_turn_or_another_conversation_silences_playback(gateway, tmp_path, qtbot, aloop, voice, speaker, how):
+def test_a_new_turn_or_another_conversation_silences_playback(gateway, tmp_path, qtbot, aloop, how):
+    # time sped up only 3x here: at 10x a loaded machine could play the reply out before its
+    # next segment was queued, and the moment "heard and more queued" never came
+    speaker = FakeAudioOutput(FastClock(3.0), device_rate=RATE, pre_roll_ms=40)
+    speaker.start(thread=True)
+    voice = Voice(lambda: EspeakTTS(rate_wpm=300), speaker, clock=speaker.clock)
     page = make_page(gateway, tmp_path, qtbot, voice, max_tokens=60)
 
     async def scenario() -> None:
@@ -168,7 +173,11 @@ def test_a_new_turn_or_another_conversation_silences_playback(gateway, tmp_path,
         assert speaker.heard_s(old) == heard
         await idle(page)
 
-    aloop.run(scenario(), timeout=60)
+    try:
+        aloop.run(scenario(), timeout=60)
+    finally:
+        voice.close()
+        speaker.close()
 
 
 def test_the_toggle_turns_speaking_off_and_on(gateway, tmp_path, qtbot, aloop, voice, speaker, screenshot):
