@@ -42,7 +42,9 @@ def _through(rig, turns: list) -> tuple[list, list]:
 
 def make_turns(n_paused: int, n_complete: int, voices: tuple, seed: int, cache: Path | None) -> list:
     """The spoken turns (minutes on 2 busy cores: Whisper places each pause), kept in `cache`."""
-    key = repr((n_paused, n_complete, voices, seed))
+    from desktop.media.paused_speech import EDITION
+
+    key = repr((EDITION, n_paused, n_complete, voices, seed))
     if cache is not None and cache.is_file():
         with cache.open("rb") as f:
             saved_key, turns = pickle.load(f)

@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 RATE = 16000
+EDITION = 2  # bump when the turns made change (benches keep them in a cache keyed by it)
 LOUD = 0.01  # a sample above this is speech (≈ −40 dBFS); leading and trailing quiet is cut
 # (words before the pause, the rest): the pause comes where a speaker thinks mid-sentence
 PAUSED = (
@@ -66,15 +67,10 @@ class SpokenTurn:
 
 
 def make_tts(engine: str, voice: str | None, speed: float) -> Any:
-    """A TTS engine at `speed` × its usual rate (espeak: words per minute; Piper: its voice's
-    phoneme length, the `length_scale` of the voice's own config)."""
-    from desktop.model.tts import EspeakTTS, PiperTTS
+    """A TTS engine at `speed` × its usual rate (desktop.model.tts.make_tts's `rate`)."""
+    from desktop.model.tts import make_tts as build
 
-    if engine == "espeak":
-        return EspeakTTS(voice or "en-us", rate_wpm=int(round(175 * speed)))
-    tts = PiperTTS(voice)
-    tts._voice.config.length_scale /= speed  # noqa: SLF001 - PiperTTS has no rate of its own yet
-    return tts
+    return build(engine, voice, speed)
 
 
 def speak(tts: Any, text: str) -> np.ndarray:
