@@ -45,7 +45,7 @@ class DraftWarmer:
         if conv.messages and conv.messages[-1].role != "assistant":  # the turn before is unanswered
             return False
         try:
-            stream = self.engine.chat(draft_messages(conv, draft), WARM)
+            stream = self.engine.chat(draft_messages(conv, draft), WARM, conversation=conv.id)
         except OmnideskError as exc:  # not ready, too long, …: Send will say; a warm just does not happen
             log.debug("No warm for conversation %s: %s", conv.id, exc.message)
             return False

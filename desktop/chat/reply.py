@@ -225,7 +225,7 @@ class Reply:
             request = await self.store.images.resolve_soon(request)
         while True:
             try:
-                return self.gateway.chat(request, self.params)
+                return self.gateway.chat(request, self.params, conversation=self.conv.id)
             except OmnideskError as exc:
                 if exc.code != "not_ready":
                     raise

@@ -12,11 +12,15 @@ from desktop.model.params import SamplingParams
 @dataclass(frozen=True, slots=True)
 class Chat:
     """Stateless turn: the whole message list; the worker finds the slot that holds its prefix.
-    `params.max_tokens == 0` only prefills (warms the cache)."""
+    `params.max_tokens == 0` only prefills (warms the cache). `origin`: who sent it ("app": the
+    window; "api": the local HTTP API), which weighs what its KV is worth keeping; `conversation`:
+    the saved conversation it belongs to ("" for none), whose KV it tags."""
 
     request_id: str
     messages: tuple[Message, ...]
     params: SamplingParams = field(default_factory=SamplingParams)
+    origin: str = "app"
+    conversation: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ class ParsingGateway:
     def context_length(self) -> int:
         return 0
 
-    def chat(self, messages, params, origin="app"):
+    def chat(self, messages, params, origin="app", **kw):
         self.parsed.append(parse_messages(messages))
         raise InvalidRequest("stub: parsed, not run")
 

@@ -34,7 +34,7 @@ class Engine:
         self.asked: list[tuple[list, int]] = []
         self.slot, self.refuse = 0, None
 
-    def chat(self, messages, params):
+    def chat(self, messages, params, **kw):
         if self.refuse:
             raise self.refuse
         self.asked.append((messages, params.max_tokens))

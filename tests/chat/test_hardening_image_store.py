@@ -39,7 +39,7 @@ class Parsing:
     def __init__(self) -> None:
         self.parsed, self.threads = [], []
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         self.threads.append(threading.get_ident())
         self.parsed.append(parse_messages(messages))
         return Stream()

@@ -28,7 +28,7 @@ class Script:
     def __init__(self, words: list[str], clock: list[float], step_s: float = 0.1, end: ErrorEvent | None = None):
         self.words, self.clock, self.step_s, self.end, self.sent = words, clock, step_s, end, []
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         self.sent.append(messages)
         return Stream(self._events())
 

@@ -67,7 +67,7 @@ class Tap:
     def __init__(self, gw: Gateway, look) -> None:
         self.gw, self.look, self.sent = gw, look, []
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         self.sent.append(messages)
         return TapStream(self.gw.chat(messages, params, request_id=request_id), self.look)
 
@@ -269,7 +269,7 @@ def test_the_queued_state_shows_position_and_cancel_leaves_the_queue(aloop, tmp_
 class FailOnce(Tap):
     """The real gateway, except that the first request ends as if its worker had crashed."""
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         if self.sent:
             return super().chat(messages, params, request_id)
         self.sent.append(messages)

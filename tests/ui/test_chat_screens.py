@@ -44,7 +44,7 @@ class Scripted:
         self.sent: list[list[dict]] = []
         self.fail_next: Exception | ErrorEvent | None = None
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         self.sent.append(list(messages))
         failure, self.fail_next = self.fail_next, None
         if isinstance(failure, Exception):

@@ -268,7 +268,7 @@ class Readable:
     REPLY = ("Spoken replies start with the first sentence, while the rest is still being written. "
              "Press Esc to stop the voice at once, or Replay to hear a reply again.")
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         rid = f"r{len(messages)}"
 
         async def events():

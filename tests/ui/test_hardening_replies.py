@@ -54,7 +54,7 @@ class Gate:
         self.gw, self.sent, self.reports = gw, [], 0
         self.held, self.release, self.armed = asyncio.Event(), asyncio.Event(), True
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         self.sent.append(messages)
         return GatedStream(self.gw.chat(messages, params, request_id=request_id), self)
 

@@ -27,7 +27,7 @@ class Limited:
     def __init__(self, replies: list[tuple[str, int, int, str]]) -> None:
         self.replies, self.sent = replies, []
 
-    def chat(self, messages, params, request_id=None):
+    def chat(self, messages, params, request_id=None, **kw):
         self.sent.append(list(messages))
         text, generated, prompt, reason = self.replies[len(self.sent) - 1]
         return Stream(f"r{len(self.sent)}", self._events(f"r{len(self.sent)}", text, generated, prompt, reason))
