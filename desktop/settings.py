@@ -69,6 +69,8 @@ class Settings(BaseModel):
     cache_min_tokens: int = Field(100, ge=1, le=100_000)
     prefill_while_typing: bool = True  # a pause in typing prefills the draft (chat/draft_warm.py)
     kv_budget_mb: int = Field(2048, ge=16, le=1_000_000)
+    kv_disk_budget_mb: int = Field(2048, ge=0, le=10_000_000)  # KV snapshots on disk (0: none kept)
+    context_overflow: Literal["forget", "stop"] = "forget"  # past the window: forget the oldest messages, or stop
     remote_workers: list[RemoteWorker] = Field(default_factory=list, max_length=16)
     # sampling defaults
     temperature: float = Field(0.6, ge=0.0, le=5.0)

@@ -38,6 +38,8 @@ class WorkerConfig:
     prefill_chunk: int = 512  # tokens per forward when prefilling
     prefill_budget: int = 512  # prefill tokens per scheduler tick, so running decodes are not starved
     runner: str = "auto"  # the model runner: "auto" | "hf" | "static" | "static-bucketed" (see workers/runner)
+    kv_dir: str = ""  # the folder of KV snapshots on disk (workers/kv_disk); "" = no disk tier
+    kv_disk_budget_bytes: int = 2 << 30  # what the snapshots may take on disk, oldest used out first
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cache_mode", CacheMode(self.cache_mode))
