@@ -124,14 +124,17 @@ class ChatTemplate:
             ctx = (msgs[0], msgs[k - 1]) if k % 2 == 0 else (msgs[0], msgs[k - 2], msgs[k - 1])
         return ctx, ctx
 
-    def _chunk(self, msgs: Sequence[Message], k: int, hashes: list[bytes]) -> Chunk:
+    def _key(self, msgs: Sequence[Message], k: int, hashes: list[bytes]) -> tuple[Hashable, Sequence[Message]]:
+        """Message k's memo key and the context it is rendered after."""
         key, ctx = self._context(msgs, k, hashes)
-        key = (_light(key), _light(msgs[k]))  # images by their hash: the memo never holds image bytes
+        return (_light(key), _light(msgs[k])), ctx  # images by their hash: the memo never holds image bytes
+
+    def _chunk(self, msgs: Sequence[Message], k: int, hashes: list[bytes]) -> Chunk:
+        key, ctx = self._key(msgs, k, hashes)
         chunk = self.memo.get(key)
         if chunk is None:
             text = self.delta_text(ctx, [msgs[k]], marked=True)
-            chunk = Chunk(text, array("q", self._ids(text, msgs[k].images)))
-            self.memo.put(key, chunk)
+            chunk = self.memo.put(key, Chunk(text, array("q", self._ids(text, msgs[k].images))))
         return chunk
 
     def _ids(self, text: str, images: Sequence) -> list[int]:
@@ -192,6 +195,42 @@ class ChatTemplate:
         if verify and not self._faithful(msgs, hashes):
             raise ValueError("the chat template renders this conversation differently message by message")
         return _joined(chunks)
+
+    def encode_reply(self, history: Sequence[Message], reply: Message, generated: Sequence[int]) -> list[int]:
+        """Canonical ids of `reply`, the assistant message whose text the model generated as
+        `generated` after `history` and the reply prompt. Where those ids provably spell the
+        message as the template renders it there (`_spelled`), they are its ids — the reply prompt,
+        the generated ids, the close (close_after_reply) — and the memo keeps them as its chunk, so
+        every later encoding of this conversation reads the reply as the KV holds it; otherwise
+        (an edited text, a stop string or a limit that cut it, a template that renders a reply
+        otherwise) its text tokenised, as `encode_delta(history, [reply], verify=False)`."""
+        msgs = list(history) + [reply]
+        hashes = prefix_hashes(msgs)
+        key, ctx = self._key(msgs, len(history), hashes)
+        ids = self.gen_prompt_ids + list(generated) + self.close_after_reply(generated)
+        text = self._spelled(ctx, reply, generated, ids)
+        if text is None:
+            return list(self._chunk(msgs, len(history), hashes).ids)
+        self.memo.seed(key, Chunk(text, array("q", ids)))
+        return ids
+
+    def _spelled(self, ctx: Sequence[Message], reply: Message, generated: Sequence[int], ids: list[int]) -> str | None:
+        """The reply's rendered chunk where `ids` spell it exactly, else None. Exact text equality
+        only: the generated ids (less a final end-of-turn id) decode to the reply's text, the
+        template renders the reply here as reply prompt + text + close, and all of `ids` decode to
+        that rendering. (Bytes of a character cut short decode to U+FFFD in the text as in the
+        check: the KV holds those bytes, and the text that came from them stands for them.)"""
+        content = list(generated[:-1]) if generated and generated[-1] in self.eos_ids else list(generated)
+        text = reply.content
+        if not content or reply.images or self._decode(content) != text:
+            return None
+        chunk = self.delta_text(ctx, [reply], marked=True)  # marked: text with control tokens never matches
+        if chunk != self.gen_prompt + text + self.reply_close or self._decode(ids) != chunk:
+            return None
+        return chunk
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
         """Uncached reference: canonical ids of the messages plus the generation prompt."""

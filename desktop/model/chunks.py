@@ -31,7 +31,9 @@ class Chunk:
 class ChunkMemo:
     """LRU of chunks by key (the message and the context it was rendered in), bounded by the
     characters and ids it holds, plus yes/no verdicts by conversation hash. Thread-safe: the
-    tokenizer stage fills it, the worker loop reads it."""
+    tokenizer stage fills it, the worker loop reads it and seeds it with the generated ids of
+    replies (ChatTemplate.encode_reply). A seeded chunk is not replaced by a tokenisation of the
+    same text that a thread started before the seed: `put` keeps the chunk already there."""
 
     def __init__(self, max_units: int = MEMO_UNITS, max_verdicts: int = VERDICTS) -> None:
         self._chunks: BoundedDict[Hashable, Chunk] = BoundedDict(max_size=max_units, size=lambda c: c.units, lru=True)
@@ -50,9 +52,20 @@ class ChunkMemo:
         with self._lock:
             return self._chunks.get(key)
 
-    def put(self, key: Hashable, chunk: Chunk) -> None:
+    def put(self, key: Hashable, chunk: Chunk) -> Chunk:
+        """Keep `chunk` unless one is kept for `key` already; returns the chunk kept."""
         if chunk.units > self.max_units // 2:
-            return  # larger than any request may be: not worth evicting everything else
+            return chunk  # larger than any request may be: not worth evicting everything else
+        with self._lock:
+            kept = self._chunks.get(key)
+            if kept is None:
+                self._chunks[key] = kept = chunk
+            return kept
+
+    def seed(self, key: Hashable, chunk: Chunk) -> None:
+        """Keep `chunk` for `key` in place of any other (a reply's ids as generated)."""
+        if chunk.units > self.max_units // 2:
+            return
         with self._lock:
             self._chunks[key] = chunk
 

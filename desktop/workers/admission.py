@@ -187,13 +187,14 @@ class Admission:
             self.clear(slot)
 
     def _remember(self, seq: Seq, slot: Slot, text: str) -> None:
-        """Record which messages a stateless request's slot now holds (its reply included)."""
+        """Record which messages a stateless request's slot now holds (its reply included: its
+        canonical ids are the ids generated where they spell its text, ChatTemplate.encode_reply)."""
         msgs, canon, bounds = seq.msgs, seq.placement.canon, seq.placement.bounds
         if seq.generated and bounds is not None:
             reply = Message("assistant", text)
             try:
                 # unchecked: the request that builds on this reply checks its whole conversation
-                canon = canon + self.template.encode_delta(msgs, [reply], verify=False).ids
+                canon = canon + self.template.encode_reply(msgs, reply, seq.generated)
                 msgs, bounds = msgs + (reply,), bounds + [len(canon)]
             except ValueError:
                 bounds = None

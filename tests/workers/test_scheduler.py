@@ -49,6 +49,9 @@ class StubTemplate:
     def encode_delta(self, history, delta, verify: bool = True) -> Enc:
         return self.encode(delta)
 
+    def encode_reply(self, history, reply, generated) -> list[int]:
+        return self.encode_delta(history, [reply]).ids  # the reply's text, never its generated ids
+
     def close_after_reply(self, generated) -> list[int]:
         return [END]
 
