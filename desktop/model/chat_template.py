@@ -11,6 +11,11 @@ the template's own rendering is checked once per conversation; where they do not
 rendering is tokenised as one piece (message boundaries then unprovable). Message text is
 tokenised as text: control tokens in it are not the template's markers (chunks.ControlTokens).
 
+A reply the model generated is the exception: its ids as generated are its chunk where they spell
+its text exactly (encode_reply), since the KV holds them and the same text tokenised again often
+gives other ids (at paragraph and list breaks). The memo keeps that chunk, so every encoding of a
+conversation that holds the reply unchanged reads it as generated; an edited text is another key.
+
 With a vision model (`vision`, model/vision.py) message content is rendered as parts (images
 first, then the text) and each image token the template writes is expanded into the image's run
 of placeholder positions, all holding the image's key (model/images.py): a chunk's ids then say

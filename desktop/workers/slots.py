@@ -23,7 +23,10 @@ class Slot:
     """One conversation branch: the ids whose K/V it holds and the messages they came from.
 
     `ids` are exactly the tokens in the runner's KV of slot `index` while the slot is idle. `canon`/`bounds` are the canonical
-    ids of `msgs` and the id count after each message; `hashes[k]` is the chain hash of msgs[:k+1]."""
+    ids of `msgs` and the id count after each message; `hashes[k]` is the chain hash of msgs[:k+1].
+    A reply the slot generated is its last message, its text as decoded, and its canonical ids are
+    the ids generated where they spell that text (ChatTemplate.encode_reply): the hash match reads
+    the reply as the KV holds it, even once the chunk memo has forgotten it."""
 
     index: int
     ids: list[int] = field(default_factory=list)
