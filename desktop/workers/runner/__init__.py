@@ -20,6 +20,7 @@ def make_runner(loaded: Any, config: Any) -> Runner:
     the fixed shapes of CUDA graphs run eagerly (their CPU twin, for tests)."""
     from desktop.model.fast_llama import supported
 
+    config = config.sized(loaded.kv_bytes_per_token)
     choice = getattr(config, "runner", "auto")
     why = supported(loaded.model) if choice != "hf" else None
     if choice.startswith("static") and why:
@@ -34,4 +35,4 @@ def make_runner(loaded: Any, config: Any) -> Runner:
 
     return StaticRunner(loaded.model, config.num_slots, loaded.kv_bytes_per_token,
                         steps="bucketed" if choice == "static-bucketed" else "auto",
-                        budget_bytes=config.kv_budget_bytes)
+                        budget_bytes=config.kv_budget_bytes, batch_hint=config.max_running)
