@@ -20,11 +20,11 @@ def make_runner(loaded: Any, config: Any) -> Runner:
     the fixed shapes of CUDA graphs run eagerly (their CPU twin, for tests)."""
     from desktop.model.fast_llama import supported
 
-    config = config.sized(loaded.kv_bytes_per_token)
     choice = getattr(config, "runner", "auto")
     why = supported(loaded.model) if choice != "hf" else None
     if choice.startswith("static") and why:
         raise InvalidRequest(f"The static runner cannot run {loaded.name}: {why}. Use runner 'auto' or 'hf'.")
+    config = config.sized(loaded.kv_bytes_per_token)  # the slot count, when the KV budget decides it
     if choice == "hf" or why:
         if why:
             log.info("Static runner not used for %s (%s): transformers runner", loaded.name, why)
