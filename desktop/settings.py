@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 APP = "omnidesk"
 MAX_BYTES = 1 << 20  # a settings file is a few KB; anything near this is not one
 MAX_TEXT = 4096  # characters in any text setting (paths, names, the window geometry)
+VERSION = 2  # settings_version of the files this code writes (see _migrate)
+OLD_DEFAULT_SLOTS = 4  # slots_per_worker's default before it became automatic (version 1)
 _BRIEF = reprlib.Repr()  # a bad value as the warning shows it: short, and safe on deep nesting
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlist, _BRIEF.maxdict = 2, 40, 40, 3, 3
 
@@ -64,7 +66,7 @@ class Settings(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on a GPU or a CPU with native bf16
     device: str = "cpu"  # cpu | cuda | cuda:N
     workers: int = Field(1, ge=1, le=16)  # CPU workers (GPUs: one per device)
-    slots_per_worker: int = Field(4, ge=1, le=64)
+    slots_per_worker: int = Field(0, ge=0, le=256)  # conversations kept in memory; 0: as many as the KV budget holds
     cache_mode: Literal["off", "spc", "imc", "imc+spc"] = "imc+spc"
     cache_min_tokens: int = Field(100, ge=1, le=100_000)
     prefill_while_typing: bool = True  # a pause in typing prefills the draft (chat/draft_warm.py)
@@ -111,6 +113,7 @@ class Settings(BaseModel):
     window_geometry: str | None = None  # base64 of QWidget.saveGeometry()
     last_page: Literal["chat", "call", "recordings", "admin"] = "chat"
     last_conversation_id: str | None = None
+    settings_version: int = Field(VERSION, ge=1)  # what _migrate reads in an older file
 
     @field_validator("*")
     @classmethod
@@ -221,6 +224,7 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
         aside = _set_aside(path, copy=False)
         kept = f"The old file was kept as {aside}." if aside else "The old file could not be moved aside."
         return Settings(), f"Your settings file could not be read ({exc}); defaults are in use. {kept}"
+    data = _migrate(data)
     unknown = [str(k) for k in data if k not in Settings.model_fields]
     if unknown:
         log.warning("Ignored unknown settings in %s: %s", path, ", ".join(shorten(k) for k in unknown[:20]))
@@ -234,6 +238,17 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
     log.warning("Invalid settings in %s reset to their defaults: %s", path, "; ".join(named))
     return settings, (f"Some settings were not valid and now use their defaults: {what}. "
                       f"Your other settings are kept.{kept}")
+
+
+def _migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """An older file's values, as this version means them. Version 1 (no settings_version) wrote
+    slots_per_worker = 4, its default, whether or not the user chose it: 4 becomes automatic
+    (0: as many conversations as the KV budget holds); another number was a choice and is kept."""
+    version = data.get("settings_version", 1)
+    if isinstance(version, int) and version < 2 and data.get("slots_per_worker") == OLD_DEFAULT_SLOTS:
+        log.info("Conversations kept in memory: now automatic (from the KV budget), was the old default of 4")
+        data = {**data, "slots_per_worker": 0}
+    return {**data, "settings_version": VERSION}
 
 
 def _validate_each(data: dict[str, Any]) -> tuple[Settings, dict[str, tuple[Any, str]]]:

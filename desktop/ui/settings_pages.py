@@ -22,6 +22,7 @@ from desktop.ui.settings_form import Page, field_width, float_spin, hint, int_sp
 __all__ = ["ApiPage", "AudioPage", "CachePage", "ModelPage", "RecordingPage", "SamplingPage"]
 
 BUILTIN_SOURCES = ("default", "tiny")  # model sources that are names, not paths
+AUTO_SLOTS = "Automatic (from the KV budget)"  # slots_per_worker 0
 CACHE_MODES = {
     "imc+spc": ("Conversation and system prompt (imc+spc, recommended)",
                 "Each turn processes only the new messages; new chats reuse the system prompt."),
@@ -85,9 +86,12 @@ class ModelPage(Page):
         self.workers.setValue(s.workers)
         self.add("&Workers:", "workers", self.workers, "Model copies on the CPU (a GPU device gets one each).")
         self.slots = int_spin("slots_per_worker")
+        self.slots.setSpecialValueText(AUTO_SLOTS)  # 0
+        self.slots.setMinimumWidth(self.slots.fontMetrics().horizontalAdvance(AUTO_SLOTS + "0000"))
         self.slots.setValue(s.slots_per_worker)
-        self.add("Conversations &per worker:", "slots_per_worker", self.slots,
-                 "How many conversations each worker keeps cached and answers at once.")
+        self.add("Conversations kept in &memory:", "slots_per_worker", self.slots,
+                 "Per worker. Automatic keeps as many as the cache memory budget holds; when room is "
+                 "needed, short, idle and API conversations go before the ones open in this window.")
 
     def source(self) -> str:
         return "default" if self.builtin.isChecked() else self.path.text().strip()
@@ -170,7 +174,8 @@ class CachePage(Page):
         self.budget = int_spin("kv_budget_mb", " MB", 256)
         self.budget.setValue(s.kv_budget_mb)
         self.add("Memory &budget:", "kv_budget_mb", self.budget,
-                 "Cache memory per worker; the least recently used conversations are dropped beyond it.")
+                 "Cache memory per worker; beyond it the conversations least worth keeping (short, idle, "
+                 "from the API) are dropped first.")
         self.typing = QCheckBox("Pre&fill while I type")
         self.typing.setChecked(s.prefill_while_typing)
         self.add("", "prefill_while_typing", self.typing,

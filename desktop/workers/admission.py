@@ -116,6 +116,7 @@ class Admission:
         elif isinstance(seq.command, (AppendInput, Generate)):
             self._take_input(seq)
         slot.request_id = seq.request_id
+        slot.origin = getattr(seq.command, "origin", "app")  # who asked weighs what its KV is worth keeping
         i = slot.index
         if copied:
             pass  # the branch's prefix was copied in during planning

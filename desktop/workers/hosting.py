@@ -27,7 +27,7 @@ class Statuses:
     def up(self, lm: Any) -> WorkerStatus:
         """IDLE: the worker has just loaded `lm` (a LoadedModel) and takes work."""
         return WorkerStatus(self.worker_id, WorkerState.IDLE, "", self.device, self.config.max_running,
-                            self.config.num_slots, lm.name, bool(lm.supports_images), lm.context_length)
+                            self.config.sized(lm.kv_bytes_per_token).num_slots, lm.name, bool(lm.supports_images), lm.context_length)
 
 
 class Submits(Protocol):

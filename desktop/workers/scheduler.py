@@ -52,6 +52,7 @@ class DecodePlan:
 class Scheduler:
     def __init__(self, config: WorkerConfig, template: ChatTemplate, window: int, kv_bytes_per_token: int,
                  clock: Callable[[], float], footprint: Footprint | None = None) -> None:
+        config = config.sized(kv_bytes_per_token)
         self.cfg, self.template, self.window, self.clock = config, template, window, clock
         self.ops: deque[KvOp] = deque()  # for the runner, in order
         self.table = SlotTable(config.num_slots, kv_bytes_per_token, config.kv_budget_bytes, clock,

@@ -1,5 +1,6 @@
-"""KV slots of one worker: which conversation branch each holds, LRU eviction and the KV memory
-budget. Token ids and hashes only — no torch — so the policy is tested in milliseconds."""
+"""KV slots of one worker: which conversation branch each holds, which one goes when room is needed
+(`keep_worth`: length, who asked, how long idle) and the KV memory budget. Token ids and hashes
+only — no torch — so the policy is tested in milliseconds."""
 
 from __future__ import annotations
 
@@ -16,6 +17,24 @@ from desktop.model.kv_shape import PerToken
 from desktop.model.messages import Message, prefix_hashes
 
 Footprint = Callable[[Sequence[int]], int]  # slot lengths → bytes the runner's KV takes for them
+ORIGIN_WEIGHT = {"app": 4.0, "api": 1.0}  # a conversation of the window or a call, an HTTP API client's
+HALF_LIFE_S = 600.0  # every ten minutes idle halves what keeping a conversation is worth
+
+
+def keep_worth(tokens: int, origin: str, idle_s: float) -> float:
+    """What keeping an idle conversation's KV is worth; the least worth goes first when a slot
+    or memory is needed.
+
+    worth = tokens × weight(origin) × 0.5 ** (idle_s / HALF_LIFE_S)
+
+    - tokens: what a re-prefill would cost if it came back (its length);
+    - weight: who asked: 4 for the app (a conversation open in the window, a call), 1 for the
+      HTTP API (and anything unknown), so a short API exchange goes before the user's long chat;
+    - idle: halves every HALF_LIFE_S, so a conversation left for hours goes before a fresh one
+      of a similar size, whoever asked.
+    Among equals the least recently used goes first (the caller breaks ties by last use)."""
+    weight = ORIGIN_WEIGHT.get(origin, 1.0)
+    return tokens * weight * 0.5 ** (max(idle_s, 0.0) / HALF_LIFE_S)
 
 
 @dataclass(slots=True, eq=False)
@@ -38,6 +57,7 @@ class Slot:
     request_id: str | None = None  # set while a request builds or runs in this slot (pending/active)
     session_id: str | None = None  # set while a stateful session owns this slot
     reserved: int = 0  # tokens the running request may grow to (for the budget)
+    origin: str = "app"  # who last asked for this conversation: "app" (window, call) or "api"
 
     @property
     def state(self) -> SlotState:
@@ -94,7 +114,8 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 class SlotTable:
-    """N slots plus the rules to find, free and budget them."""
+    """N slots plus the rules to find, free and budget them. Every eviction goes through `evict`
+    (and so `on_evict`), the victim chosen by `victim` (keep_worth)."""
 
     def __init__(self, num_slots: int, bytes_per_token: int, budget_bytes: int, clock: Callable[[], float] = time.monotonic,
                  on_evict: Callable[[Slot], None] = lambda slot: None, footprint: Footprint | None = None):
@@ -137,16 +158,21 @@ class SlotTable:
         return next((s for s in self.slots if s.evictable and not s.ids), None)
 
     def take_free(self) -> Slot:
-        """An empty slot, else the least recently used evictable one (evicted); else BusyError."""
+        """An empty slot, else the evictable one least worth keeping (evicted); else BusyError."""
         empty = self.empty_slot()
         if empty is not None:
             return empty
         idle = [s for s in self.slots if s.evictable]
         if not idle:
             raise BusyError("All conversation slots of this worker are in use; try again in a moment.")
-        victim = min(idle, key=lambda s: s.last_used)
+        victim = self.victim(idle)
         self.evict(victim)
         return victim
+
+    def victim(self, candidates: Sequence[Slot]) -> Slot:
+        """The candidate least worth keeping (keep_worth), the least recently used among equals."""
+        now = self.clock()
+        return min(candidates, key=lambda s: (keep_worth(len(s.ids), s.origin, now - s.last_used), s.last_used))
 
     def evict(self, slot: Slot) -> None:
         self._gone(slot.hashes)
@@ -166,8 +192,8 @@ class SlotTable:
         return self.footprint([s.tokens for s in self.slots])
 
     def reserve(self, slot: Slot, tokens: int, keep: Slot | None = None) -> None:
-        """Reserve room for `slot` to grow to `tokens`, evicting idle slots (LRU first, never
-        `keep`) to fit."""
+        """Reserve room for `slot` to grow to `tokens`, evicting idle slots (least worth keeping
+        first, never `keep`) to fit."""
         need = self.footprint([tokens])
         if need > self.budget_bytes:
             raise ContextOverflow(
@@ -180,7 +206,7 @@ class SlotTable:
             slot.reserved = 0  # even with every idle slot gone it would not fit: evict nothing
             raise BusyError("The KV memory budget is taken by running conversations; try again shortly.")
         while self.used_bytes() > self.budget_bytes:
-            self.evict(min((s for s in idle if s.ids), key=lambda s: s.last_used))
+            self.evict(self.victim([s for s in idle if s.ids]))
 
     def infos(self) -> tuple[SlotInfo, ...]:
         return tuple(s.info(self.bytes_per_token) for s in self.slots)

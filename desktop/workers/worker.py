@@ -39,6 +39,7 @@ class Worker:
                  emit: Callable[[Event], None] = lambda e: None, clock: Callable[[], float] = time.perf_counter,
                  runner: Runner | None = None) -> None:
         self.lm, self.clock = loaded, clock
+        config = config.sized(loaded.kv_bytes_per_token)  # the slot count, when the KV budget decides it
         template = loaded.template
         self.runner = runner if runner is not None else make_runner(loaded, config)
         self.scheduler = Scheduler(config, template, loaded.context_length, loaded.kv_bytes_per_token, clock,

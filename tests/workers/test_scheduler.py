@@ -96,7 +96,7 @@ class Rig:
         self.cfg = WorkerConfig(**config)
         self.window = window
         self.s = Scheduler(self.cfg, StubTemplate(), window, 1, self.clock)
-        self.runner = FakeRunner(self.cfg.num_slots)
+        self.runner = FakeRunner(self.s.cfg.num_slots)
         self.ended: dict[str, str] = {}  # request id → finish reason or error code
         self.replies: dict[str, str] = {}
 

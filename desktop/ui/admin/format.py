@@ -1,5 +1,5 @@
 """Small formatters shared by the admin tables and the status bar: ages ("3 s ago"), byte
-sizes, percentages and the loading fraction inside a worker's progress message."""
+sizes, the KV slots' count, percentages and the loading fraction inside a worker's progress message."""
 
 from __future__ import annotations
 
@@ -32,6 +32,14 @@ def size(n: int | None) -> str:
             value = n / scale
             return f"{value:.0f} {unit}" if value >= 100 or unit == "KB" else f"{value:.1f} {unit}"
     return f"{n} B"  # pragma: no cover
+
+
+def held_slots(held: int, total: int) -> str:
+    """The KV slots table's title: how many slots hold a conversation, of how many (a worker may
+    keep a hundred; the table lists only those that hold something)."""
+    if not total:
+        return "KV slots"
+    return f"KV slots · {held:,} of {total:,} hold a conversation" + (" (empty ones not listed)" if held < total else "")
 
 
 def percent(fraction: float) -> str:

@@ -1,5 +1,5 @@
-"""The admin page: counters, the workers table, the KV slots table and the request queue with a
-Cancel action. It shows whatever Snapshot it is given; the main window feeds it every ~500 ms."""
+"""The admin page: counters, the workers table, the KV slots table (the slots that hold something,
+and how many there are) and the request queue with a Cancel action. It shows whatever Snapshot it is given; the main window feeds it every ~500 ms."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from PySide6.QtWidgets import (
 
 from desktop.errors import OmnideskError
 from desktop.tasks import TaskSet
+from desktop.protocol import SlotState
 from desktop.ui.admin.counters import CountersRow
+from desktop.ui.admin.format import held_slots
 from desktop.gateway.monitor import Snapshot
 from desktop.ui.admin.queue_model import QueueModel
 from desktop.ui.admin.rows_model import RowsModel
@@ -71,7 +73,8 @@ class AdminPanel(QWidget):
         layout.addSpacing(4)
         layout.addWidget(_section("Workers"))
         layout.addWidget(self.workers_view)
-        layout.addWidget(_section("KV slots"))
+        self.slots_title = _section(held_slots(0, 0))
+        layout.addWidget(self.slots_title)
         layout.addWidget(self.slots_view, 1)  # the slots get the room; the other tables are as tall as their rows
         layout.addLayout(queue_head)
         layout.addWidget(self.queue_view)
@@ -93,11 +96,14 @@ class AdminPanel(QWidget):
             self.note.setText("No model is running")
             for model in (self.workers, self.slots, self.queue):
                 model.set_rows([])
+            self.slots_title.setText(held_slots(0, 0))
             return
         selected = self.selected_request()
-        self._fit_tables(len(snap.workers), len(snap.slots), len(snap.queue))
+        held = [row for row in snap.slots if row.state is not SlotState.EMPTY]  # a worker may keep 100+
+        self.slots_title.setText(held_slots(len(held), len(snap.slots)))
+        self._fit_tables(len(snap.workers), len(held), len(snap.queue))
         self.workers.set_rows(snap.workers)
-        self.slots.set_rows(snap.slots)
+        self.slots.set_rows(held)
         self.queue.set_rows(snap.queue)
         if selected is not None and (row := self.queue.find(selected)) >= 0:
             self.queue_view.selectRow(row)

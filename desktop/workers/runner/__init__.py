@@ -24,6 +24,7 @@ def make_runner(loaded: Any, config: Any) -> Runner:
     why = supported(loaded.model) if choice != "hf" else None
     if choice.startswith("static") and why:
         raise InvalidRequest(f"The static runner cannot run {loaded.name}: {why}. Use runner 'auto' or 'hf'.")
+    config = config.sized(loaded.kv_bytes_per_token)  # the slot count, when the KV budget decides it
     if choice == "hf" or why:
         if why:
             log.info("Static runner not used for %s (%s): transformers runner", loaded.name, why)
@@ -34,4 +35,4 @@ def make_runner(loaded: Any, config: Any) -> Runner:
 
     return StaticRunner(loaded.model, config.num_slots, loaded.kv_bytes_per_token,
                         steps="bucketed" if choice == "static-bucketed" else "auto",
-                        budget_bytes=config.kv_budget_bytes)
+                        budget_bytes=config.kv_budget_bytes, batch_hint=config.max_running)

@@ -29,8 +29,8 @@ from desktop.workers.runner.steps import make_steps
 
 class StaticRunner(Runner):
     def __init__(self, model: Any, num_slots: int, kv_bytes_per_token: int, steps: str = "auto",
-                 budget_bytes: int = 1 << 62) -> None:
-        self.net = FastLlama(model, batch_hint=num_slots)
+                 budget_bytes: int = 1 << 62, batch_hint: int | None = None) -> None:
+        self.net = FastLlama(model, batch_hint=batch_hint or num_slots)  # the decode batch it is tuned for
         self.device = self.net.device
         self.num_slots, self.budget = num_slots, budget_bytes
         self.pool = self.net.new_pool(0, MIN_CAP)  # rows come as slots take KV
