@@ -93,6 +93,13 @@ class DiskStore:
             self._forget(path)
         self.folder.remove(path)
 
+    def _contained(self, state: SnapState, path: Path) -> list[Path]:
+        """Other snapshots whose messages and KV are a prefix of `state`'s."""
+        with self._lock:
+            return [p for p, s in self._snaps.items()
+                    if p != path and s.state.hashes == state.hashes[: len(s.state.hashes)]
+                    and s.state.ids == state.ids[: len(s.state.ids)]]
+
     # ------------------------------------------------------------------ reading and writing
 
     def restore(self, snap: Snap, n: int) -> Any | None:
@@ -121,6 +128,10 @@ class DiskStore:
         tensors, meta = self.pack(saved)
         size = fmt.write(path, tensors, self.fingerprint, state, meta)
         self._add(Snap(path, state))
+        for old in self._contained(state, path):  # an earlier turn of this branch: the new file holds it all
+            with self._lock:
+                self._forget(old)
+            self.folder.remove(old)
         if self.folder.trim(self.budget, keep=path):
             with self._lock:
                 for gone in [p for p in self._snaps if not p.exists()]:
