@@ -61,6 +61,11 @@ def to_device(cache: DynamicCache, device, copy: bool = False) -> DynamicCache:
     return from_layers([(k.to(device, copy=copy), v.to(device, copy=copy)) for k, v in layers])
 
 
+def layers_kv(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each layer's (keys, values)."""
+    return _layers_kv(cache)
+
+
 def _layers_kv(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(layer.keys, layer.values) for layer in cache.layers if getattr(layer, "is_initialized", False)]
 

@@ -21,7 +21,7 @@ class FinishReason(str, Enum):
 
 class MatchKind(StrEnum):
     """How a prefill found its cache: hit (nothing new but the reply prompt), extend (slot held the
-    history), prefix (cropped at a divergence), spc (system prompt cache), miss (from scratch).
+    history), prefix (cropped at a divergence), spc (system prompt cache), miss (from scratch), disk (restored from a snapshot on disk).
     A str: it is written, counted and shown as its value ("hit"), as saved files hold it."""
 
     HIT = "hit"
@@ -29,6 +29,7 @@ class MatchKind(StrEnum):
     PREFIX = "prefix"
     SPC = "spc"
     MISS = "miss"
+    DISK = "disk"  # the history came back from a KV snapshot on disk (workers/kv_disk)
 
 
 @dataclass(frozen=True, slots=True)

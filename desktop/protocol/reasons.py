@@ -22,6 +22,7 @@ class CacheReason(str, Enum):
     CACHE_OFF = "cache off"
     MESSAGE_CACHE_OFF = "message cache off"
     REMOTE_MISS = "the server reused nothing"
+    RESTORED = "restored from disk"
 
     @property
     def sentence(self) -> str:
@@ -44,6 +45,8 @@ SENTENCES: dict[CacheReason, str] = {
     CacheReason.MESSAGE_CACHE_OFF: "Only the system prompt is cached (the message cache is off in Settings), "
                                    "so every turn reads the conversation again.",
     CacheReason.REMOTE_MISS: "The remote server reused nothing from its own cache.",
+    CacheReason.RESTORED: "This conversation's cache had left memory and was restored from disk; only the new "
+                          "message was read.",
 }
 
 _MOVED = "moved from "
@@ -71,6 +74,8 @@ def reason_of(words: str | None, kind: str = "") -> CacheReason | None:
             return CacheReason(words)
         except ValueError:
             return LEGACY.get(words)
+    if kind == "disk":
+        return CacheReason.RESTORED
     return CacheReason.CACHED if kind in ("hit", "extend") else None
 
 

@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 class Admission:
     def __init__(self, table: SlotTable, matcher: Matcher, spc: SystemPromptCache, sessions: dict[str, Session],
                  template: ChatTemplate, config: WorkerConfig, window: int, ops: deque[KvOp],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], spill: Callable[[Slot], bool] = lambda slot: False) -> None:
+        """`spill(slot)`: save the slot's conversation to disk before its KV is cropped for another branch."""
+        self.spill = spill
         self.table, self.matcher, self.spc, self.sessions = table, matcher, spc, sessions
         self.template, self.cfg, self.window, self.ops, self.clock = template, config, window, ops, clock
 
@@ -41,7 +43,7 @@ class Admission:
             plan = self.matcher.plan(seq.msgs, seq.encoded)
             placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
                                   plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids,
-                                  history=Matcher.history(seq.msgs, plan.bounds, plan.reuse))
+                                  history=Matcher.history(seq.msgs, plan.bounds, plan.reuse), restore=plan.restore)
             source = plan.source
         elif isinstance(cmd, CreateSession):
             placement = self._plan_create(seq)
@@ -118,8 +120,11 @@ class Admission:
         slot.request_id = seq.request_id
         slot.origin = getattr(seq.command, "origin", "app")  # who asked weighs what its KV is worth keeping
         i = slot.index
+        slot.conversation = getattr(seq.command, "conversation", "") if isinstance(seq.command, Chat) else ""
         if copied:
             pass  # the branch's prefix was copied in during planning
+        elif p.restore is not None:  # read back from disk into this empty slot
+            ops.append(Restore(p.restore, i))
         elif p.spc_ids and self.spc.has(p.spc_ids):
             ops.append(Restore(self.spc.get(p.spc_ids), i))
         elif p.spc_ids and len(p.spc_ids) <= self.cfg.prefill_chunk:  # a build is one forward at most
@@ -128,12 +133,14 @@ class Admission:
             ops.append(Clear(i))
             p = dataclasses.replace(p, cached=0, kind=MatchKind.MISS.value, spc_after=True)
         elif p.cached and slot.ids:
+            if p.cached < len(slot.ids):  # the branch cropped away leaves RAM: to disk first
+                self.spill(slot)
             self.table.retire(slot, p.cached)  # the messages cropped away were another branch's
             ops.append(Crop(i, p.cached))
         else:
             ops.append(Clear(i))
             p = dataclasses.replace(p, cached=0)
-        p = dataclasses.replace(p, miss_reason=_reason(seq, p))
+        p = dataclasses.replace(p, miss_reason=_reason(seq, p), restore=None)  # the runner holds the copy now
         seq.placement, seq.num_kv, seq.t_admitted = p, p.cached, self.clock()
         seq.encoded = None  # its ids live in the placement now
         slot.ids = p.prompt[: p.cached]

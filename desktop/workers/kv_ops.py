@@ -4,8 +4,11 @@ The scheduler queues them in the order it decides; the worker loop applies them 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Union
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +60,22 @@ class Save:
     ids: tuple[int, ...]
 
 
-KvOp = Union[Crop, CopyPrefix, Clear, Restore, Fill, Save]
+@dataclass(frozen=True, slots=True)
+class Spill:
+    """Export the slot's KV (it holds state.ids) for the disk tier's writer, before the slot's
+    Clear (its conversation leaves RAM)."""
+
+    slot: int
+    state: Any  # kv_disk.state.SnapState
 
 
-def apply(op: KvOp, runner: Any, save: Callable[[tuple[int, ...], Any, int], None]) -> None:
-    """Run one op on `runner` (a workers.runner.Runner); `save(ids, saved, nbytes)` keeps an export."""
+KvOp = Union[Crop, CopyPrefix, Clear, Restore, Fill, Save, Spill]
+
+
+def apply(op: KvOp, runner: Any, save: Callable[[tuple[int, ...], Any, int], None],
+          spill: Callable[[Any, Any, int], None] | None = None) -> None:
+    """Run one op on `runner` (a workers.runner.Runner); `save(ids, saved, nbytes)` keeps an export,
+    `spill(state, saved, nbytes)` hands one to the disk writer."""
     if isinstance(op, Crop):
         runner.crop(op.slot, op.n)
     elif isinstance(op, CopyPrefix):
@@ -76,5 +90,12 @@ def apply(op: KvOp, runner: Any, save: Callable[[tuple[int, ...], Any, int], Non
     elif isinstance(op, Save):
         saved = runner.export_prefix(op.slot, len(op.ids))
         save(op.ids, saved, runner.saved_nbytes(saved))
+    elif isinstance(op, Spill):
+        if spill is not None:
+            try:
+                saved = runner.export_prefix(op.slot, len(op.state.ids))
+                spill(op.state, saved, runner.saved_nbytes(saved))
+            except Exception as exc:  # a snapshot not taken never fails the request at hand
+                log.warning("Slot %d: its KV was not saved to disk: %s", op.slot, exc)
     else:
         raise TypeError(f"Unknown KV operation {op!r}")

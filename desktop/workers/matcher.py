@@ -1,6 +1,11 @@
 """Incremental Message Cache: decide which slot serves a stateless request and how much of its
-KV to keep. Order: chained message-prefix hash → longest token prefix ≥ cache_min_tokens →
-empty slot (seeded from the system prompt cache) → LRU eviction → busy.
+KV to keep. Order: chained message-prefix hash (a slot in RAM, or a snapshot on disk when it
+holds more of the conversation) → longest token prefix ≥ cache_min_tokens → empty slot (seeded
+from the system prompt cache) → LRU eviction → busy.
+
+A snapshot on disk (kv_disk) is read back into a free slot: the plan carries the runner export
+(`restore`), admission queues it as the slot's KV, and the turn reports MatchKind.DISK with the
+restored tokens as cached.
 
 With images the token-prefix step is skipped (for the request, and for slots that hold images):
 an image's positions are not a provable boundary by ids alone. The hash covers image bytes, and
@@ -10,7 +15,7 @@ at the first image that differs: a new image in the history rebuilds from there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from desktop.protocol import CacheReason, MatchKind
 from desktop.model.chat_template import ChatTemplate, Encoded
@@ -32,11 +37,15 @@ class Plan:
     spc_ids: list[int] | None = None
     miss_reason: str = ""  # a CacheReason value: why the history is not all reused ("" if it is)
     source: Slot | None = None  # branch: copy the first `reuse` positions of source's KV into `slot` instead of cropping in place
+    restore: Any = None  # a runner export of `reuse` positions read from disk: the (empty) slot's KV
 
 
 class Matcher:
-    def __init__(self, table: SlotTable, template: ChatTemplate, mode: CacheMode, min_tokens: int) -> None:
+    def __init__(self, table: SlotTable, template: ChatTemplate, mode: CacheMode, min_tokens: int,
+                 disk: Any = None) -> None:
+        """`disk`: the worker's kv_disk.store.DiskStore (None: no disk tier)."""
         self.table, self.template, self.mode, self.min_tokens = table, template, mode, min_tokens
+        self.disk = disk
 
     @staticmethod
     def history(msgs: Sequence[Message], bounds: list[int] | None, cached: int) -> int:
@@ -52,7 +61,7 @@ class Matcher:
         if enc is None:
             enc = self.template.encode(msgs)
         if self.mode.imc:
-            plan = self._by_hash(msgs, enc, gen)
+            plan = self._by_disk(msgs, enc, gen) or self._by_hash(msgs, enc, gen)
             if plan is not None:
                 return plan
         prompt = enc.ids + gen
@@ -77,23 +86,52 @@ class Matcher:
         if found is None:
             return None
         slot, k = found
+        plan, replaces_reply = self._reuse(slot, slot, k, msgs, enc, gen)
+        return self._branch(plan) if k < len(slot.hashes) and not replaces_reply else plan
+
+    def _reuse(self, slot: Slot, held: Any, k: int, msgs: Sequence[Message], enc: Encoded,
+               gen: list[int]) -> tuple[Plan, bool]:
+        """The plan in `slot` for a request whose first k messages `held` holds (a slot, or a
+        snapshot's state: ids, msgs, hashes, canon, bounds), and whether it replaces held's last message."""
         # the messages after the k cached ones: their chunks, as encode_delta(msgs[:k], msgs[k:]) gives them
-        base, cut = slot.bounds[k - 1], enc.bounds[k - 1]
-        canon = slot.canon[:base] + enc.ids[cut:]
-        bounds = slot.bounds[:k] + [base + b - cut for b in enc.bounds[k:]]
+        base, cut = held.bounds[k - 1], enc.bounds[k - 1]
+        canon = list(held.canon[:base]) + enc.ids[cut:]
+        bounds = list(held.bounds[:k]) + [base + b - cut for b in enc.bounds[k:]]
         prompt = canon + gen
-        reuse = min(common_prefix(slot.ids, prompt), len(prompt) - 1)
+        reuse = min(common_prefix(held.ids, prompt), len(prompt) - 1)
         # a new version of the slot's last message: its reply (regenerate, or the client's own text
         # of it), or a user message nothing answered (a draft warmed while typing, a stopped turn)
-        replaces_reply = k == len(slot.hashes) - 1 and slot.msgs[-1].role in ("assistant", "user")
+        replaces_reply = k == len(held.hashes) - 1 and held.msgs[-1].role in ("assistant", "user")
         if reuse >= len(canon):
-            kind, reason = MatchKind.HIT, self._kept(slot, k, len(msgs), replaces_reply)
-        elif k == len(slot.hashes) or replaces_reply:  # the slot's conversation is this one's prefix
-            kind, reason = MatchKind.EXTEND, self._kept(slot, k, len(msgs), replaces_reply)
+            kind, reason = MatchKind.HIT, self._kept(held, k, len(msgs), replaces_reply)
+        elif k == len(held.hashes) or replaces_reply:  # the slot's conversation is this one's prefix
+            kind, reason = MatchKind.EXTEND, self._kept(held, k, len(msgs), replaces_reply)
         else:
             kind, reason = MatchKind.PREFIX, self._diverged(msgs, k)
-        plan = Plan(slot, kind, reuse, prompt, canon, bounds, miss_reason=reason)
-        return self._branch(plan) if k < len(slot.hashes) and not replaces_reply else plan
+        return Plan(slot, kind, reuse, prompt, canon, bounds, miss_reason=reason), replaces_reply
+
+    def _by_disk(self, msgs: Sequence[Message], enc: Encoded, gen: list[int]) -> Plan | None:
+        """A snapshot on disk that holds more of the conversation than any slot in RAM, read back
+        into a free slot; None when there is none (or it could not be read: it is gone then)."""
+        if self.disk is None or enc.bounds is None:
+            return None
+        hashes = prefix_hashes(msgs)
+        found = self.disk.find(hashes)
+        if found is None:
+            return None
+        snap, k = found
+        ram = self.table.find_by_hash(hashes)
+        if ram is not None and ram[1] >= k:  # RAM holds as much: no disk read
+            return None
+        plan, _ = self._reuse(self.table.slots[0], snap.state, k, msgs, enc, gen)
+        if plan.reuse < 1 or not self.table.empty_slot() and not any(s.evictable for s in self.table.slots):
+            return None
+        saved = self.disk.restore(snap, plan.reuse)
+        if saved is None:
+            return None
+        plan.slot, plan.kind, plan.restore = self.table.take_free(), MatchKind.DISK, saved
+        plan.miss_reason = plan.miss_reason or CacheReason.RESTORED.value
+        return plan
 
     def _branch(self, plan: Plan) -> Plan:
         """A request that diverges from a slot's conversation before its last reply (an edit, or
@@ -111,7 +149,7 @@ class Matcher:
         return canon[: bounds[0]]
 
     @staticmethod
-    def _kept(slot: Slot, k: int, n: int, replaces_reply: bool) -> str:
+    def _kept(slot: Any, k: int, n: int, replaces_reply: bool) -> str:
         """Why a request that extends the slot's conversation (k of its n messages) does not
         reuse all of its history, or "" when it does (only the last reply's closing tokens, or
         a reply text that tokenises differently, are read again)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from desktop.errors import UnknownSession
 from desktop.model.chat_template import ChatTemplate
@@ -23,10 +23,11 @@ from desktop.model.images import safe_cut
 from desktop.model.messages import prefix_hashes
 from desktop.workers.admission import Admission
 from desktop.workers.config import WorkerConfig
-from desktop.workers.kv_ops import Clear, KvOp
+from desktop.workers.kv_disk.state import SnapState
+from desktop.workers.kv_ops import Clear, KvOp, Spill
 from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Phase, Seq, Session
-from desktop.workers.slots import Footprint, SlotTable
+from desktop.workers.slots import Footprint, Slot, SlotTable
 from desktop.workers.spc import SystemPromptCache
 
 WARM_CHUNK = 64  # ids per forward of a warm: what a real request that arrives may have to wait for
@@ -51,20 +52,44 @@ class DecodePlan:
 
 class Scheduler:
     def __init__(self, config: WorkerConfig, template: ChatTemplate, window: int, kv_bytes_per_token: int,
-                 clock: Callable[[], float], footprint: Footprint | None = None) -> None:
+                 clock: Callable[[], float], footprint: Footprint | None = None, disk: Any = None) -> None:
+        """`disk`: the kv_disk.store.DiskStore of the disk tier (None: none)."""
         config = config.sized(kv_bytes_per_token)
         self.cfg, self.template, self.window, self.clock = config, template, window, clock
         self.ops: deque[KvOp] = deque()  # for the runner, in order
+        self.disk = disk if config.cache_mode.imc else None
         self.table = SlotTable(config.num_slots, kv_bytes_per_token, config.kv_budget_bytes, clock,
-                               on_evict=lambda slot: self.ops.append(Clear(slot.index)), footprint=footprint)
-        self.matcher = Matcher(self.table, template, config.cache_mode, config.cache_min_tokens)
+                               on_evict=self._evicted, footprint=footprint)
+        self.matcher = Matcher(self.table, template, config.cache_mode, config.cache_min_tokens, self.disk)
         self.spc = SystemPromptCache()
         self.sessions: dict[str, Session] = {}
         self.admission = Admission(self.table, self.matcher, self.spc, self.sessions, template, config, window,
-                                   self.ops, clock)
+                                   self.ops, clock, self.spill)
         self.waiting: deque[Seq] = deque()
         self.prefilling: list[Seq] = []
         self.running: dict[str, Seq] = {}  # decoding, in the order they joined
+
+    # ------------------------------------------------------------------ the disk tier
+
+    def _evicted(self, slot: Slot) -> None:
+        """A slot's conversation leaves RAM: saved to disk first when it is worth it, then dropped."""
+        self.spill(slot)
+        self.ops.append(Clear(slot.index))
+
+    def spill(self, slot: Slot) -> bool:
+        """Queue the saving of an idle slot's conversation to disk (a Spill op: the KV is copied
+        when the ops run, before anything else touches the slot). Only a provable conversation
+        (message hashes) of at least cache_min_tokens ids, never a session's."""
+        if self.disk is None or not slot.hashes or slot.session_id is not None:
+            return False
+        if len(slot.ids) < self.cfg.cache_min_tokens:
+            return False
+        self.ops.append(Spill(slot.index, SnapState.of(slot)))
+        return True
+
+    def spill_all(self) -> int:
+        """At shutdown: queue every idle conversation for the disk; returns how many."""
+        return sum(self.spill(slot) for slot in self.table.slots if slot.ids and slot.request_id is None)
 
     # ------------------------------------------------------------------ queues
 

@@ -63,6 +63,7 @@ class Placement:
     spc_ids: list[int] | None = None
     spc_after: bool = False  # a long system prompt: saved from this request's own prefill
     history: int = 0  # prompt ids before the new input (the cache hit rate's denominator)
+    restore: Any = None  # a runner export of the first `cached` ids, read from disk (kv_disk)
 
 
 @dataclass(eq=False)

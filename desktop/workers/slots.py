@@ -58,6 +58,7 @@ class Slot:
     session_id: str | None = None  # set while a stateful session owns this slot
     reserved: int = 0  # tokens the running request may grow to (for the budget)
     origin: str = "app"  # who last asked for this conversation: "app" (window, call) or "api"
+    conversation: str = ""  # the saved conversation it holds ("" for none): names its snapshot on disk
 
     @property
     def state(self) -> SlotState:
@@ -83,7 +84,7 @@ class Slot:
 
     def clear(self) -> None:
         self.ids, self.msgs, self.hashes, self.canon, self.bounds = [], (), [], [], []
-        self.reserved = 0
+        self.reserved, self.conversation = 0, ""
 
     def set_conversation(self, msgs: Sequence[Message], canon: list[int], bounds: list[int] | None) -> None:
         """Record which messages the slot's ids come from (bounds None: not provable → no hashes)."""
@@ -119,7 +120,8 @@ class SlotTable:
 
     def __init__(self, num_slots: int, bytes_per_token: int, budget_bytes: int, clock: Callable[[], float] = time.monotonic,
                  on_evict: Callable[[Slot], None] = lambda slot: None, footprint: Footprint | None = None):
-        """`on_evict(slot)` is told of every eviction (the scheduler drops that slot's KV).
+        """`on_evict(slot)` is told of every eviction, before the slot forgets what it held (the
+        scheduler saves it to disk, then drops that slot's KV).
         `footprint(lengths)`: what the runner's KV takes for slots of these lengths (its layout:
         kv_shape.PerToken, or PaddedRows for a pool whose rows are all as long as the longest);
         the budget bounds that, not just the sum of the lengths."""
@@ -176,8 +178,8 @@ class SlotTable:
 
     def evict(self, slot: Slot) -> None:
         self._gone(slot.hashes)
-        slot.clear()
         self.on_evict(slot)
+        slot.clear()
 
     def retire(self, slot: Slot, keep: int) -> None:
         """The slot keeps only its first `keep` ids for another branch: the messages past them

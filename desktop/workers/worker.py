@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from desktop.errors import OmnideskError
 from desktop.model.loader import LoadedModel
@@ -42,8 +42,9 @@ class Worker:
         config = config.sized(loaded.kv_bytes_per_token)  # the slot count, when the KV budget decides it
         template = loaded.template
         self.runner = runner if runner is not None else make_runner(loaded, config)
+        self.disk, self.writer = _disk_tier(loaded, config, self.runner)
         self.scheduler = Scheduler(config, template, loaded.context_length, loaded.kv_bytes_per_token, clock,
-                                   getattr(self.runner, "footprint", None))
+                                   getattr(self.runner, "footprint", None), self.disk)
         self.counters = WorkerCounters()
         self.out = Output(self.scheduler, template, emit, clock, self.counters, PROGRESS_S)
         self.intake = CommandIntake(self.scheduler, loaded.context_length, emit, clock, self._finish, self._fail)
@@ -92,8 +93,19 @@ class Worker:
                         continue
                 self.step()
                 pulse.tick(self.scheduler.num_active + len(self.scheduler.waiting), self.resets)
+            self.close()
         finally:
             self.runner.watch_layers(None)
+
+    def close(self, timeout: float = 15.0) -> None:
+        """After Shutdown (a model reload, the app quitting): every idle conversation goes to disk,
+        and the writer gets at most `timeout` s to finish."""
+        if self.writer is None:
+            return
+        self.scheduler.spill_all()
+        self._sync()
+        if not self.writer.close(timeout):
+            log.warning("KV snapshots still being written after %.0f s: the rest are lost", timeout)
 
     # ------------------------------------------------------------------ a tick: schedule → run → postprocess
 
@@ -206,12 +218,29 @@ class Worker:
         while ops:
             op = ops.popleft()
             try:
-                apply(op, self.runner, self.scheduler.spc.put)
+                apply(op, self.runner, self.scheduler.spc.put, self.writer.submit if self.writer else None)
             except BaseException:
                 kept = [o for o in ops if isinstance(o, Clear)]
                 ops.clear()
                 ops.extend(kept)
                 raise
+
+
+def _disk_tier(loaded: LoadedModel, config: WorkerConfig, runner: Runner) -> tuple[Any, Any]:
+    """The disk tier's store (its folder indexed) and writer thread, or (None, None) when there is
+    none: no folder configured, no message cache, or a runner that cannot pack its KV."""
+    if not config.kv_dir or not config.cache_mode.imc or not getattr(runner, "kv_layout", ""):
+        return None, None
+    from desktop.workers.kv_disk.files import SnapshotDir
+    from desktop.workers.kv_disk.fingerprint import fingerprint
+    from desktop.workers.kv_disk.store import DiskStore
+    from desktop.workers.kv_disk.writer import SpillWriter
+
+    store = DiskStore(SnapshotDir(config.kv_dir), fingerprint(loaded.model, loaded.dtype, runner.kv_layout),
+                      config.kv_disk_budget_bytes, runner.pack, runner.unpack)
+    found = store.scan()
+    log.info("KV snapshots on disk: %d in %s", found, config.kv_dir)
+    return store, SpillWriter(store.write, min(config.kv_disk_budget_bytes, 1 << 30))
 
 
 def _as_error(exc: Exception) -> OmnideskError:

@@ -36,6 +36,7 @@ class Runner(ABC):
 
     num_slots: int
     kv_bytes_per_token: int  # what one token's K/V costs in every layer (the slot budget's unit)
+    kv_layout: str = ""  # names the layout of pack's tensors (snapshots on disk); "" = cannot pack
 
     @property
     def footprint(self) -> Callable[[Sequence[int]], int]:
@@ -97,6 +98,14 @@ class Runner(ABC):
     @abstractmethod
     def saved_nbytes(self, saved: Any) -> int:
         """Bytes held by one export."""
+
+    def pack(self, saved: Any) -> tuple[dict[str, Any], dict]:
+        """An export as named CPU tensors plus JSON-able metadata (a snapshot on disk, kv_disk)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot save its KV to disk")
+
+    def unpack(self, tensors: dict[str, Any], meta: dict, n: int) -> Any:
+        """The export `pack` made, cut to its first n positions (for import_prefix)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot load KV from disk")
 
     # ------------------------------------------------------------------ liveness
 

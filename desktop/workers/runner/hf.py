@@ -16,7 +16,7 @@ import torch
 from desktop.errors import InvalidRequest
 from desktop.model import kv
 from desktop.model.images import NO_IMAGES
-from desktop.model.mrope import RopeTrack
+from desktop.model.mrope import Placed, RopeTrack
 from desktop.model.sampling import Sampler
 from desktop.workers.runner.base import DecodeRow, Runner, sample_rows
 
@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 
 class HFRunner(Runner):
+    kv_layout = "hf-1"  # per layer k.i / v.i: [1, kv_heads, n, head_dim]; M-RoPE image spans in the metadata
+
     def __init__(self, model: Any, num_slots: int, kv_bytes_per_token: int, vision: Any = None) -> None:
         self.model, self.device, self.vision = model, model.device, vision
         self.num_slots, self.kv_bytes_per_token = num_slots, kv_bytes_per_token
@@ -158,6 +160,20 @@ class HFRunner(Runner):
 
     def saved_nbytes(self, saved: Any) -> int:
         return kv.nbytes(saved[0] if self.mrope else saved)
+
+    def pack(self, saved: Any) -> tuple[dict[str, torch.Tensor], dict]:
+        cache, track = saved if self.mrope else (saved, RopeTrack())
+        layers = kv.layers_kv(cache)
+        tensors = {f"k.{i}": k for i, (k, _) in enumerate(layers)} | {f"v.{i}": v for i, (_, v) in enumerate(layers)}
+        spans = [[s.start, s.length, s.advance] for s in track.spans]
+        return tensors, {"layers": len(layers), "spans": spans}
+
+    def unpack(self, tensors: dict[str, torch.Tensor], meta: dict, n: int) -> Any:
+        layers = range(int(meta["layers"]))
+        cache = kv.from_layers([(tensors[f"k.{i}"][:, :, :n], tensors[f"v.{i}"][:, :, :n]) for i in layers])
+        if not self.mrope:
+            return cache
+        return cache, RopeTrack([Placed(int(a), int(b), int(c)) for a, b, c in meta.get("spans", [])]).prefix(n)
 
     # ------------------------------------------------------------------ liveness
 

@@ -28,6 +28,8 @@ from desktop.workers.runner.steps import make_steps
 
 
 class StaticRunner(Runner):
+    kv_layout = "static-1"  # per layer k.i / v.i: [kv_heads, n, head_dim]
+
     def __init__(self, model: Any, num_slots: int, kv_bytes_per_token: int, steps: str = "auto",
                  budget_bytes: int = 1 << 62, batch_hint: int | None = None) -> None:
         self.net = FastLlama(model, batch_hint=batch_hint or num_slots)  # the decode batch it is tuned for
@@ -175,6 +177,14 @@ class StaticRunner(Runner):
 
     def saved_nbytes(self, saved: SavedKV) -> int:
         return saved.nbytes
+
+    def pack(self, saved: SavedKV) -> tuple[dict[str, torch.Tensor], dict]:
+        tensors = {f"k.{i}": t for i, t in enumerate(saved.k)} | {f"v.{i}": t for i, t in enumerate(saved.v)}
+        return tensors, {"layers": len(saved.k)}
+
+    def unpack(self, tensors: dict[str, torch.Tensor], meta: dict, n: int) -> SavedKV:
+        layers = range(int(meta["layers"]))
+        return SavedKV(tuple(tensors[f"k.{i}"][:, :n] for i in layers), tuple(tensors[f"v.{i}"][:, :n] for i in layers))
 
     # ------------------------------------------------------------------ liveness
 
