@@ -9,6 +9,7 @@ import logging
 from typing import Any, Callable, Coroutine, Sequence
 
 from desktop.api.app import Engine
+from desktop.api.model_ids import aliases
 from desktop.errors import OmnideskError
 from desktop.gateway.gateway import Gateway
 from desktop.model.loader import ModelSpec
@@ -66,7 +67,9 @@ class EngineRunner:
         """What the local API serves with now: None until a model is up (it answers 503)."""
         if self.gateway is None or self.model_name is None:
             return None
-        return Engine(self.gateway, self.model_name, self.supports_images, self._settings().sampling())
+        settings = self._settings()
+        return Engine(self.gateway, self.model_name, self.supports_images, settings.sampling(),
+                      aliases(settings.model_source))
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for the current (re)load to end; True when a model is up."""
