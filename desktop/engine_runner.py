@@ -13,11 +13,12 @@ from desktop.api.model_ids import aliases
 from desktop.errors import OmnideskError
 from desktop.gateway.gateway import Gateway
 from desktop.model.loader import ModelSpec
-from desktop.protocol import WorkerHost, WorkerStatus
+from desktop.protocol import WorkerHost
 from desktop.settings import Settings
 from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
 from desktop.engine_proxy import EngineProxy
+from desktop.engine_hosts import model_info
 from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
@@ -184,11 +185,3 @@ class EngineRunner:
         await gateway.wait_ready()
         if self.gateway is gateway and self.model_name is not None:
             self._show_model(spec)
-
-
-def model_info(statuses: list[WorkerStatus | None], spec: ModelSpec) -> tuple[str, bool]:
-    """(model name, supports images) as the first worker that is up reported them."""
-    for status in statuses:
-        if status is not None and status.model:
-            return status.model, status.supports_images
-    return spec.source, False
