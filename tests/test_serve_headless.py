@@ -95,12 +95,28 @@ def test_serve_answers_then_stops_cleanly_on_a_signal(server, how):
     assert done.choices[0].text and done.usage.completion_tokens > 0
     metrics = httpx.get(url + "/metrics", timeout=30).text
     assert "omnidesk" in metrics
+    streaming, ended = threading.Event(), []  # a long reply still running when the signal comes
+
+    def long_reply() -> None:
+        try:
+            for _ in client.completions.create(prompt="Once upon a time", max_tokens=1000, stream=True):
+                streaming.set()
+            ended.append("done")
+        except Exception as exc:  # noqa: BLE001 - cut off by the stop: what matters is that it ends
+            ended.append(type(exc).__name__)
+        streaming.set()
+
+    runner = threading.Thread(target=long_reply, daemon=True)
+    runner.start()
+    assert streaming.wait(60)
     started = time.monotonic()
     s.proc.send_signal(how)
     assert s.proc.wait(STOP_S) == 0, s.rest()
     assert time.monotonic() - started < STOP_S
     out = s.rest()
     assert "Stopped." in out and "Traceback" not in out, out
+    runner.join(5)
+    assert ended, "the running reply never ended"
     with pytest.raises(httpx.ConnectError):
         httpx.get(url + "/health", timeout=2)
 
