@@ -1,5 +1,6 @@
 """Command line: `omnidesk` opens the desktop window (the terminal chat when there is no display);
-`omnidesk chat` is the headless terminal chat, which prints cached/new tokens and TTFT per turn."""
+`omnidesk chat` is the headless terminal chat, which prints cached/new tokens and TTFT per turn;
+`omnidesk serve` is the local API server without a window (serve.py)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,17 @@ CTRL_C_AGAIN = "(Press Ctrl+C again to leave; the conversation is saved. /quit l
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="omnidesk", description="Omnidesk: a private local assistant whose KV cache survives between turns.")
-    p.add_argument("command", nargs="?", default="gui", choices=["gui", "chat"],
-                   help="gui: the desktop window (default; the terminal chat without a display) · chat: the terminal chat")
-    p.add_argument("--model", default="default", help="'default' (embedded SmolLM2), a local Hugging Face folder or a .gguf file")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
-                   help="auto (default): bfloat16 on a GPU or a CPU with native bf16, else float32")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("command", nargs="?", default="gui", choices=["gui", "chat", "serve"],
+                   help="gui: the desktop window (default; the terminal chat without a display) · chat: the terminal "
+                        "chat · serve: the OpenAI-compatible API server without a window, on the settings' model")
+    p.add_argument("--model", default=None, help="'default' (embedded SmolLM2), a local Hugging Face folder or a .gguf "
+                   "file (chat: default; serve: the settings' model)")
+    p.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
+                   help="auto: bfloat16 on a GPU or a CPU with native bf16, else float32 (chat: auto; serve: the settings')")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (chat: cpu; serve: the settings')")
+    p.add_argument("--host", default=None, help="serve: the address to listen on (default: the settings', 127.0.0.1); "
+                   "beyond this computer an API key is required (the settings' or $OMNIDESK_API_KEY)")
+    p.add_argument("--port", type=int, default=None, help="serve: the port (default: the settings', 8765)")
     p.add_argument("--system", default=None,
                    help="system prompt ('' for none; default: the preset chosen in the window, Assistant at first)")
     p.add_argument("--max-tokens", type=int, default=None, help="longest reply (default: the app's setting)")
@@ -134,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(listing(ConversationStore.default()))
         return 0
+    if args.command == "serve":
+        return _serve(args)
     if args.command == "gui":
         given = [a.split("=")[0] for a in (sys.argv[1:] if argv is None else argv) if a.startswith("--")]
         if given and has_display():
@@ -183,7 +191,7 @@ def _chat(args: argparse.Namespace) -> int:
     if warning:
         print(f"omnidesk: {warning}", file=sys.stderr)
     params = chat_params(args, settings.sampling())
-    lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=Progress())
+    lm = load_model(ModelSpec(args.model or "default", args.dtype or "auto", args.device or "cpu"), progress=Progress())
     client = LocalClient(lm, WorkerConfig(cache_mode=args.cache_mode))
     prompt = system_prompt(args, settings.system_preset, PresetStore())
     preset = settings.system_preset if args.system is None else ""
@@ -272,6 +280,26 @@ def _chat(args: argparse.Namespace) -> int:
             continue
         chat.add_reply(done.text, done.stats, replaces=previous)
         print(badge(done.stats), file=sys.stderr)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """`omnidesk serve`: the settings' model and API server, with the command line's overrides."""
+    from desktop import serve
+    from desktop.logs import setup_logging
+    from desktop.settings import load_settings
+
+    setup_logging()
+    settings, warning = load_settings()
+    if warning:
+        print(f"omnidesk: {warning}", file=sys.stderr)
+    try:
+        settings = serve.serve_settings(settings, host=args.host, port=args.port, model=args.model, device=args.device,
+                                        dtype=args.dtype, key=os.environ.get(serve.KEY_ENV) or None)
+    except serve.SettingsError as err:
+        print(f"omnidesk serve: {err}", file=sys.stderr)
+        return 2
+    serve.leave(serve.main(settings))  # does not return
+    return 0
 
 
 def undo_turn(chat, previous, command: str | None) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from pathlib import Path
 from typing import Any, Coroutine
 
@@ -28,7 +27,8 @@ from desktop.ui.theme import apply_theme
 from desktop.engine_proxy import EngineProxy
 from desktop.engine_runner import EngineRunner
 from desktop.pages import Pages
-from desktop.workers.factory import make_hosts, remote_hosts
+from desktop.engine_hosts import engine_hosts, worker_cores  # noqa: F401 - worker_cores: bench/api.py
+from desktop.workers.factory import remote_hosts
 from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
@@ -262,23 +262,6 @@ class Composition(QObject):
         if window is not None:
             window.deleteLater()
         self.engine_state.emit("closed")
-
-
-def engine_hosts(settings: Settings) -> list[WorkerHost]:
-    """The workers for the settings' model, then the remote workers (servers). A real model never
-    runs in the window's process: its imports, tokenizer parse and weight loading hold the GIL for
-    40-200 ms at a time, and its objects
-    would fill the heap that the Qt thread's garbage collector scans. Only the tiny test model, built
-    in code in milliseconds, stays on a thread (tests start many of them). Raises OmnideskError."""
-    spec = settings.model_spec()
-    return make_hosts(spec, settings.worker_config(), settings.workers, cores=worker_cores(),
-                      isolate=spec.source != "tiny") + remote_hosts(settings.remote_specs())
-
-
-def worker_cores() -> int:
-    """CPU threads for the model: all cores but one, which is left to the UI thread. On 2 cores,
-    2 OpenMP threads next to a busy UI made decoding ~10× slower (bench/ui_latency.py)."""
-    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def sound_devices() -> Any:

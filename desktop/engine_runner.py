@@ -9,14 +9,16 @@ import logging
 from typing import Any, Callable, Coroutine, Sequence
 
 from desktop.api.app import Engine
+from desktop.api.model_ids import aliases
 from desktop.errors import OmnideskError
 from desktop.gateway.gateway import Gateway
 from desktop.model.loader import ModelSpec
-from desktop.protocol import WorkerHost, WorkerStatus
+from desktop.protocol import WorkerHost
 from desktop.settings import Settings
 from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.ui.main_window import MainWindow
 from desktop.engine_proxy import EngineProxy
+from desktop.engine_hosts import model_info
 from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
@@ -66,7 +68,9 @@ class EngineRunner:
         """What the local API serves with now: None until a model is up (it answers 503)."""
         if self.gateway is None or self.model_name is None:
             return None
-        return Engine(self.gateway, self.model_name, self.supports_images, self._settings().sampling())
+        settings = self._settings()
+        return Engine(self.gateway, self.model_name, self.supports_images, settings.sampling(),
+                      aliases(settings.model_source))
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for the current (re)load to end; True when a model is up."""
@@ -181,11 +185,3 @@ class EngineRunner:
         await gateway.wait_ready()
         if self.gateway is gateway and self.model_name is not None:
             self._show_model(spec)
-
-
-def model_info(statuses: list[WorkerStatus | None], spec: ModelSpec) -> tuple[str, bool]:
-    """(model name, supports images) as the first worker that is up reported them."""
-    for status in statuses:
-        if status is not None and status.model:
-            return status.model, status.supports_images
-    return spec.source, False

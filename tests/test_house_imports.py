@@ -16,7 +16,7 @@ FLOORS = [
     {"ui"},
     {"recording"},
     {"call"},
-    {"speech", "api_control"},
+    {"speech", "api_control", "engine_hosts", "serve"},
     {"gateway", "settings", "cli_conversation"},
     {"chat", "api"},
     {"workers"},

@@ -1,6 +1,7 @@
-"""The FastAPI app: /v1/models, /v1/chat/completions (JSON or server-sent events), /metrics and
-/health. Every chat goes through the gateway of the moment (as the window's chats do), so API
-clients queue, route by history hash and reuse the KV cache; errors keep OpenAI's JSON shape."""
+"""The FastAPI app: /v1/models, /v1/chat/completions (JSON or server-sent events),
+/v1/completions (completions.py), /metrics and /health. Every chat goes through the gateway of
+the moment (as the window's chats do), so API clients queue, route by history hash and reuse
+the KV cache; errors keep OpenAI's JSON shape."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from desktop.api import schemas
+from desktop.api import completions, schemas
 from desktop.api.errors import ApiError, from_exception, no_model
 from desktop.api.metrics import Metrics
+from desktop.api.model_ids import answers_to, check_model, not_found
 from desktop.api.guard import GuardRequests
 from desktop.api.limits import Limits
 from desktop.api.middleware import CountResponses, LocalHostOnly
@@ -38,12 +40,14 @@ NO_TELEMETRY: dict[str, Any] = {"tracing": False, "metrics": False, "logs": Fals
 @dataclass(frozen=True, slots=True)
 class Engine:
     """What the API serves with at one moment: the current gateway, the loaded model's name,
-    whether it reads images, and the app's sampling defaults."""
+    whether it reads images, the app's sampling defaults, and the model's other names (the
+    settings' source: model_ids.aliases) that requests may give in `model`."""
 
     gateway: EngineApi
     model: str
     supports_images: bool = False
     defaults: SamplingParams = field(default_factory=SamplingParams)
+    aliases: tuple[str, ...] = ()
 
 
 EngineSource = Callable[[], "Engine | None"]  # None: no model can answer now
@@ -74,14 +78,14 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
     @app.get("/v1/models/{name:path}")
     async def model(name: str) -> dict[str, Any]:
         eng = engine()
-        if eng is None or name != eng.model:
-            raise ApiError(404, f"The model {name!r} does not exist here; GET /v1/models lists the one loaded.",
-                           code="model_not_found", param="model")
+        if eng is None or not answers_to(name, eng.model, eng.aliases):
+            raise not_found(name, eng.model if eng else None)
         return _model(eng.model)
 
     @app.post("/v1/chat/completions")
     async def chat(body: schemas.ChatRequest, request: Request) -> Response:
         eng = current()
+        check_model(body.model, eng.model, eng.aliases)
         body.refuse_unsupported()
         messages = body.chat_messages(eng.supports_images, eng.model)
         if count_images(messages):  # counted here; checked and decoded on a thread, never on the loop
@@ -98,6 +102,8 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
             return EventStream(reply_events(stream, cid, eng.model, created, usage),
                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return JSONResponse(await reply_json(stream, request, cid, eng.model, created))
+
+    completions.add_routes(app, current, retry_after)
 
     @app.get("/metrics")
     async def prometheus() -> Response:

@@ -14,13 +14,16 @@ class Chat:
     """Stateless turn: the whole message list; the worker finds the slot that holds its prefix.
     `params.max_tokens == 0` only prefills (warms the cache). `origin`: who sent it ("app": the
     window; "api": the local HTTP API), which weighs what its KV is worth keeping; `conversation`:
-    the saved conversation it belongs to ("" for none), whose KV it tags."""
+    the saved conversation it belongs to ("" for none), whose KV it tags. `raw`: a completion
+    (/v1/completions): one message whose text is the prompt, tokenised as is (no chat template,
+    no generation prompt); its KV is reused by token prefix."""
 
     request_id: str
     messages: tuple[Message, ...]
     params: SamplingParams = field(default_factory=SamplingParams)
     origin: str = "app"
     conversation: str = ""
+    raw: bool = False
 
 
 @dataclass(frozen=True, slots=True)

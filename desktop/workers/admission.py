@@ -40,7 +40,7 @@ class Admission:
         cmd = seq.command
         source: Slot | None = None
         if isinstance(cmd, Chat):
-            plan = self.matcher.plan(seq.msgs, seq.encoded)
+            plan = self.matcher.plan(seq.msgs, seq.encoded, cmd.raw)
             placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
                                   plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids,
                                   history=Matcher.history(seq.msgs, plan.bounds, plan.reuse), restore=plan.restore)

@@ -18,7 +18,7 @@ from desktop.protocol import (
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Phase, Seq
 from desktop.workers.stats import finish_stats
-from desktop.workers.tokenizer_stage import Prepared
+from desktop.workers.tokenizer_stage import Prepared, check_raw
 
 log = logging.getLogger(__name__)
 REQUESTS = (Chat, CreateSession, AppendInput, Generate)
@@ -92,6 +92,8 @@ class CommandIntake:
                 seq.msgs, seq.encoded = prepared.msgs, prepared.encoded
             else:
                 seq.msgs = parse_messages(cmd.messages, limit)
+            if cmd.raw:
+                check_raw(seq.msgs)
         elif isinstance(cmd, CreateSession):
             if cmd.session_id in self.sched.sessions:
                 raise InvalidRequest(f"Session {cmd.session_id} already exists.")

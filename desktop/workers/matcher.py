@@ -21,6 +21,7 @@ from desktop.protocol import CacheReason, MatchKind
 from desktop.model.chat_template import ChatTemplate, Encoded
 from desktop.model.messages import Message, history_hash, prefix_hashes
 from desktop.workers.config import CacheMode
+from desktop.workers.tokenizer_stage import encode_raw
 from desktop.workers.slots import Slot, SlotTable, common_prefix
 
 
@@ -55,11 +56,12 @@ class Matcher:
             return 0
         return bounds[-2] if bounds else cached
 
-    def plan(self, msgs: Sequence[Message], enc: Encoded | None = None) -> Plan:
-        """`enc`: the messages' canonical ids where already made (the tokenizer stage's)."""
-        gen = self.template.gen_prompt_ids
+    def plan(self, msgs: Sequence[Message], enc: Encoded | None = None, raw: bool = False) -> Plan:
+        """`enc`: the messages' canonical ids where already made (the tokenizer stage's); `raw`:
+        a raw prompt (Chat.raw: its text's own ids, no generation prompt, found by token prefix)."""
+        gen = [] if raw else self.template.gen_prompt_ids
         if enc is None:
-            enc = self.template.encode(msgs)
+            enc = encode_raw(self.template, tuple(msgs)) if raw else self.template.encode(msgs)
         if self.mode.imc:
             plan = self._by_disk(msgs, enc, gen) or self._by_hash(msgs, enc, gen)
             if plan is not None:

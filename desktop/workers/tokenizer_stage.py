@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
+from desktop.errors import InvalidRequest
 from desktop.protocol import Chat, Command, CreateSession, Reset, Shutdown, Stop
 from desktop.model.chat_template import ChatTemplate, Encoded
 from desktop.model.messages import Message, parse_messages
@@ -28,6 +29,19 @@ class Prepared:
 
     msgs: tuple[Message, ...]
     encoded: Encoded
+
+
+def encode_raw(template: ChatTemplate, msgs: tuple[Message, ...]) -> Encoded:
+    """A raw prompt's ids (Chat.raw: one message, its text as is): the tokenizer's own way, with
+    its special tokens (a BOS where the model has one; markers written in the text are markers),
+    and no message bounds (its KV is found again by token prefix)."""
+    check_raw(msgs)
+    return Encoded(list(template.tokenizer(msgs[0].content, add_special_tokens=True)["input_ids"]), None)
+
+
+def check_raw(msgs: tuple[Message, ...]) -> None:
+    if len(msgs) != 1 or not msgs[0].content or msgs[0].images:
+        raise InvalidRequest("A raw prompt is one text, and not an empty one.")
 
 
 Forward = Callable[[Command, float, Prepared | None], None]
@@ -129,7 +143,7 @@ class TokenizerStage:
                 msgs = parse_messages([{"role": "system", "content": cmd.system}], self.max_chars)
             else:
                 return None
-            return Prepared(msgs, self.template.encode(msgs))
+            return Prepared(msgs, encode_raw(self.template, msgs) if getattr(cmd, "raw", False) else self.template.encode(msgs))
         except Exception:  # an invalid request: the loop refuses it with the reason
             log.debug("Tokenizer stage skipped %s", getattr(cmd, "request_id", cmd), exc_info=True)
             return None

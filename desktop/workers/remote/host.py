@@ -192,6 +192,10 @@ class RemoteHost(WorkerHost):
             self._session_command(cmd)
 
     def _chat(self, cmd: Chat) -> None:
+        if cmd.raw:
+            self._emit(ErrorEvent(cmd.request_id, "invalid_request", "Raw prompts (/v1/completions) are not sent to "
+                                  f"remote workers; the remote worker at {self.spec.url} takes chats only."))
+            return
         found = self.slots.for_chat(cmd.messages)
         if found is None:
             self._emit(ErrorEvent(cmd.request_id, "busy", "Every slot of the remote worker is in use.", retryable=True))
