@@ -4,13 +4,14 @@ stop string cut, falls back to its text's tokens and stays exact."""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from worker_helpers import A, S, U, chat, make_client
 
-from desktop.model.chunks import ChunkMemo
+from desktop.model.chunks import Chunk, ChunkMemo
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
 from desktop.protocol import AppendInput, Chat, CreateSession, Done, Generate, PrefillDone
@@ -64,6 +65,17 @@ def test_the_slot_keeps_the_reply_ids_when_the_memo_forgot(tiny_lm, oracle, monk
     assert second.stats.new_tokens == follow_up_new(t, conv, generated, user)
     expected = oracle.ids(canon + t.encode_delta(conv, [user]).ids + t.gen_prompt_ids, 6)
     assert list(second.token_ids) == expected
+
+
+def test_a_seed_outlives_a_tokenisation_begun_before_it():
+    """The tokenizer stage may have tokenised the reply's text before the loop seeded its ids:
+    its `put` then keeps (and returns) the seeded chunk."""
+    memo = ChunkMemo()
+    generated, tokenised = Chunk("text", array("q", [1, 2, 3])), Chunk("text", array("q", [4, 5]))
+    memo.seed("key", generated)
+    assert memo.put("key", tokenised) is generated and memo.get("key") is generated
+    memo.seed("key", tokenised)  # a later reply of the same text replaces it
+    assert memo.get("key") is tokenised
 
 
 def test_a_reply_cut_by_a_stop_string_or_edited_falls_back(tiny_lm, oracle):
