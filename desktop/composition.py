@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Coroutine
 
@@ -52,6 +53,7 @@ class Composition(QObject):
         self.app, self.settings, self._warning, self._path = app, settings, warning, settings_path
         self.window: MainWindow | None = None
         self.snapshots = SnapshotDir(kv_root())  # the KV snapshots on disk (written by the workers)
+        self._chores = ThreadPoolExecutor(1, thread_name_prefix="kv-files")  # their deletions, off the UI thread
         self.settings_dialog: QDialog | None = None
         self._settings_page: str | None = None  # the settings page last looked at (this run)
         self._tasks = TaskSet()
@@ -169,13 +171,14 @@ class Composition(QObject):
         self._off_thread(self.snapshots.delete_conversation, conv_id)
 
     def _off_thread(self, work: Any, *args: Any) -> None:
-        """Run a blocking file chore on a thread (on this one when no loop runs: a test's store)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            work(*args)
-            return
-        self.spawn(asyncio.to_thread(work, *args))
+        """Run a blocking file chore off the UI thread, one after the other (in order)."""
+        def run() -> None:
+            try:
+                work(*args)
+            except Exception:  # noqa: BLE001 - a chore that fails leaves files for the next start
+                log.exception("A KV snapshot chore failed")
+
+        self._chores.submit(run)
 
     def snapshot(self) -> Snapshot | None:
         return self.engine.snapshot()
@@ -289,6 +292,7 @@ class Composition(QObject):
         await self._stop_engine()
         await self.pages.close()  # the recordings' last lines, then the voice
         await self._tasks.cancel_all()
+        self._chores.shutdown(wait=False)  # a deletion under way finishes on its own; the rest at the next start
         if window is not None:
             window.deleteLater()
         self.engine_state.emit("closed")
