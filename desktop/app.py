@@ -16,6 +16,7 @@ from PySide6.QtCore import QTimer, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from desktop import __version__
+from desktop.cli_signals import quit_signals
 from desktop.composition import Composition
 from desktop.gc_policy import collect_on_qt_thread
 from desktop.logs import log_failure, setup_logging
@@ -151,11 +152,6 @@ def serve(app: QApplication, **kwargs: Any) -> int:
             waker.stop()
             waker.deleteLater()
         return task.result()
-
-
-def quit_signals() -> list[signal.Signals]:
-    """What a logout, a system shutdown or `kill` send: SIGTERM, and SIGHUP where it exists."""
-    return [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
 
 
 def _install_signals(loop: asyncio.AbstractEventLoop, app: QApplication,
