@@ -23,7 +23,9 @@ def start(tmp_path, monkeypatch, qapp, aloop):
     made: list[Composition] = []
 
     def make() -> Composition:
-        c = Composition(qapp, Settings(model_source="tiny"), settings_path=tmp_path / "settings.json")
+        # no disk tier in the worker (budget 0): it would read the stand-in files, and drop them as torn;
+        # the app's housekeeping of the folder runs all the same
+        c = Composition(qapp, Settings(model_source="tiny", kv_disk_budget_mb=0), settings_path=tmp_path / "settings.json")
         made.append(c)
         c.start()
         return c
