@@ -312,13 +312,17 @@ def leave(chat, client=None) -> int:
 
 
 def close_worker(client) -> None:
-    """Send the worker its Shutdown and let it handle it, as the app's hosts do on quitting."""
+    """Send the worker its Shutdown and let it handle it, then close it, as the app's hosts do on
+    quitting (Worker.serve ends with close())."""
     from desktop.protocol import Shutdown
     from desktop.workers.local import interrupts_held
 
     client.submit(Shutdown())
     with interrupts_held():
         client.worker.step()
+        close = getattr(client.worker, "close", None)  # the disk tier's: idle conversations written out
+        if close is not None:
+            close()
 
 
 def main_gui() -> int:
