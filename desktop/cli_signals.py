@@ -1,7 +1,8 @@
 """SIGTERM and SIGHUP (a logout, a closed terminal, `kill`) end the terminal chat as /quit does:
 the conversation is saved and the worker's Shutdown runs, so the KV it holds is written to disk.
-The handler only notes the signal and raises SIGINT, whose path the chat already takes at a safe
-point (LocalClient holds Ctrl-C back during a worker step, so the KV is never cut mid-step)."""
+The handler only notes the signal and takes Ctrl-C's path, which the chat already handles at a safe
+point (LocalClient holds Ctrl-C back during a worker step, so the KV is never cut mid-step). The
+app (app.py) quits on the same signals."""
 
 from __future__ import annotations
 
@@ -32,6 +33,12 @@ class Termination:
             signal.signal(signum, handler)
         self._previous.clear()
 
-    def _received(self, signum: int, _frame: Any) -> None:
+    def _received(self, signum: int, frame: Any) -> None:
+        """Run SIGINT's handler in force now, here: Python's raises KeyboardInterrupt, which ends a
+        blocked read of the prompt too; LocalClient's, during a worker step, raises it after the step.
+        (Raising SIGINT instead would leave a blocked read waiting: its handler runs too late.)"""
         self.signal = signal.Signals(signum)
-        signal.raise_signal(signal.SIGINT)  # the chat's own Ctrl-C path, at its next safe point
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):
+            raise KeyboardInterrupt
+        handler(signal.SIGINT, frame)

@@ -7,6 +7,10 @@ from __future__ import annotations
 import builtins
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +21,7 @@ from desktop.protocol import ChunkEvent, Shutdown
 from desktop.workers.local import LocalClient
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGTERM") or os.name == "nt", reason="POSIX signals")
+ROOT = Path(__file__).resolve().parents[1]
 ARGS = ["chat", "--model", "tiny", "--max-tokens", "24", "--threads", "1"]
 
 
@@ -80,3 +85,31 @@ def test_sigterm_during_a_reply_stops_it_keeps_it_and_leaves(monkeypatch, capsys
     assert conv.messages[1].stats["finish_reason"] in ("stopped", "cancelled")
     assert isinstance(submitted[-1], Shutdown)
     assert "Saved as" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(240)
+def test_sigterm_ends_a_real_terminal_chat_waiting_at_its_prompt(tmp_path):
+    """The process as a logout finds it: blocked reading the next line (not at a Python step)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMNIDESK_")}
+    env.update({f"OMNIDESK_{n}_DIR": str(tmp_path / n.lower()) for n in ("CONFIG", "DATA", "LOG", "CACHE")},
+               HF_HUB_OFFLINE="1")
+    errors = tmp_path / "chat.stderr"
+    with errors.open("wb") as err:
+        chat = subprocess.Popen([sys.executable, "-m", "desktop", *ARGS[:-4], "--max-tokens", "4", "--threads", "1"],
+                                cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        chat.stdin.write(b"Hello there\n")
+        chat.stdin.flush()  # and the pipe stays open: the chat waits for the next line
+        deadline = time.monotonic() + 120
+        while "cached" not in errors.read_text(errors="replace"):
+            assert chat.poll() is None and time.monotonic() < deadline, errors.read_text(errors="replace")
+            time.sleep(0.2)
+        time.sleep(0.5)  # back at the prompt
+        chat.send_signal(signal.SIGTERM)
+        assert chat.wait(30) == 0, errors.read_text(errors="replace")
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+            chat.wait(10)
+        chat.stdin.close()
+    assert "Saved as “Hello there”" in errors.read_text(errors="replace")
