@@ -132,7 +132,7 @@ def disk_rows(page: Any, s: Settings, snapshots: Any) -> tuple[DiskBudget, DiskU
     budget = DiskBudget(s.kv_disk_budget_mb)
     page.add("Conversation memory on &disk:", "kv_disk_budget_mb", budget,
              "Conversations that leave memory, or that were open when Omnidesk closed, come back from disk "
-             "instead of being read again. Off: none are kept.")
+             "instead of being read again. Off: no more are saved (Clear removes those there now).")
     usage = DiskUsage(snapshots)
     label = QLabel("In use on disk:")
     label.setBuddy(usage.clear)
