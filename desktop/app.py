@@ -1,5 +1,5 @@
 """The desktop app shell: QApplication + qasync loop (asyncio.Runner), the global exception hook,
-and a shutdown sentinel that the window, Ctrl+C or Qt's aboutToQuit resolve (once)."""
+and a shutdown sentinel that the window, Ctrl+C, SIGTERM/SIGHUP or Qt's aboutToQuit resolve (once)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from PySide6.QtCore import QTimer, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from desktop import __version__
+from desktop.cli_signals import quit_signals
 from desktop.composition import Composition
 from desktop.gc_policy import collect_on_qt_thread
 from desktop.logs import log_failure, setup_logging
@@ -69,12 +70,16 @@ class QuitSentinel:
     def __init__(self) -> None:
         self.future: asyncio.Future | None = None
         self.qt_quit = False
+        self.requested = False  # a request before bind (a signal at start) is kept for it
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
         self.future = loop.create_future()
+        if self.requested:
+            self.future.set_result(None)
         return self.future
 
     def request(self) -> None:
+        self.requested = True
         if self.future is not None and not self.future.done():
             self.future.set_result(None)
 
@@ -129,7 +134,7 @@ def serve(app: QApplication, **kwargs: Any) -> int:
     with asyncio.Runner(loop_factory=lambda: AppEventLoop(app)) as runner:
         loop = runner.get_loop()
         task = loop.create_task(run_app(app, sentinel=sentinel, **kwargs))
-        waker, previous = _install_sigint(loop, app)
+        waker, previous = _install_signals(loop, app, sentinel)
         try:
             while not task.done():
                 try:
@@ -142,20 +147,36 @@ def serve(app: QApplication, **kwargs: Any) -> int:
                     log.info("Qt's event loop was quit; finishing the shutdown")
                     loop.call_soon(sentinel.request)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             waker.stop()
             waker.deleteLater()
         return task.result()
 
 
-def _install_sigint(loop: asyncio.AbstractEventLoop, app: QApplication) -> Any:
-    """Ctrl+C in the terminal quits like any outside quit (see about_to_quit). Qt's C++ loop
-    hides signals from Python, so a slow timer gives the interpreter a chance to run the handler."""
+def _install_signals(loop: asyncio.AbstractEventLoop, app: QApplication,
+                     sentinel: QuitSentinel) -> tuple[QTimer, dict[int, Any]]:
+    """Ctrl+C in the terminal quits like any outside quit (see about_to_quit); SIGTERM and SIGHUP
+    quit as Ctrl+Q does (the sentinel: the window's state saved, the workers shut down in order,
+    so their KV is written to disk), where they would have ended the process at once. Python runs
+    a handler on the main thread only when the interpreter gets control, which Qt's C++ loop does
+    not give while idle: a slow timer hands it over."""
     waker = QTimer(app)
     waker.timeout.connect(lambda: None)
     waker.start(250)
-    previous = signal.signal(signal.SIGINT, lambda *_: loop.call_soon_threadsafe(app.quit))
+
+    def quit_on(signum: int, _frame: Any) -> None:
+        loop.call_soon_threadsafe(_quit_on_signal, sentinel, signum)
+
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: loop.call_soon_threadsafe(app.quit))}
+    for signum in quit_signals():
+        previous[signum] = signal.signal(signum, quit_on)
     return waker, previous
+
+
+def _quit_on_signal(sentinel: QuitSentinel, signum: int) -> None:
+    log.info("%s received: quitting as Ctrl+Q does", signal.Signals(signum).name)
+    sentinel.request()
 
 
 def main_gui(argv: list[str] | None = None) -> int:

@@ -164,6 +164,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    """The terminal chat, where SIGTERM and SIGHUP leave as /quit does (cli_signals)."""
+    from desktop.cli_signals import Termination
+
+    with Termination() as term:
+        try:
+            return _converse(args, term)
+        except KeyboardInterrupt:
+            if term.signal is None:
+                raise
+            print(file=sys.stderr)  # a quit signal while the model loads: nothing to save yet
+            return 0
+
+
+def _converse(args: argparse.Namespace, term) -> int:
+    """The terminal chat until the user leaves; `term`: the Termination in force."""
     import torch
 
     from desktop.cli_conversation import TerminalConversation, find, listing
@@ -174,7 +189,6 @@ def _chat(args: argparse.Namespace) -> int:
     from desktop.model.messages import parse_messages
     from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
     from desktop.settings import load_settings
-    from desktop.workers.config import WorkerConfig
     from desktop.workers.local import LocalClient
 
     store = ConversationStore.default()
@@ -192,7 +206,7 @@ def _chat(args: argparse.Namespace) -> int:
         print(f"omnidesk: {warning}", file=sys.stderr)
     params = chat_params(args, settings.sampling())
     lm = load_model(ModelSpec(args.model or "default", args.dtype or "auto", args.device or "cpu"), progress=Progress())
-    client = LocalClient(lm, WorkerConfig(cache_mode=args.cache_mode))
+    client = LocalClient(lm, replace(settings.worker_config(), cache_mode=args.cache_mode))  # the disk tier too
     prompt = system_prompt(args, settings.system_preset, PresetStore())
     preset = settings.system_preset if args.system is None else ""
     if resumed is not None:
@@ -211,11 +225,11 @@ def _chat(args: argparse.Namespace) -> int:
         try:
             line = input("you> " if interactive else "")
         except EOFError:
-            return leave(chat)
+            return leave(chat, client)
         except KeyboardInterrupt:  # a second one in a row leaves; nothing is lost either way
             print(file=sys.stderr)
-            if interrupted:
-                return leave(chat)
+            if interrupted or term.signal is not None:
+                return leave(chat, client)
             interrupted = True
             print(CTRL_C_AGAIN, file=sys.stderr)
             continue
@@ -230,7 +244,7 @@ def _chat(args: argparse.Namespace) -> int:
         if line.startswith("//"):
             line = line[1:]
         if command in ("/quit", "/exit"):
-            return leave(chat)
+            return leave(chat, client)
         if command == "/help":
             print(HELP)
             continue
@@ -261,7 +275,7 @@ def _chat(args: argparse.Namespace) -> int:
             continue
         rid = uuid.uuid4().hex[:8]
         print("assistant> ", end="", flush=True)
-        stream = client.stream(Chat(rid, msgs, params))
+        stream = client.stream(Chat(rid, msgs, params, "app", chat.conv.id))  # its KV is tagged with the conversation
         done = None
         while done is None:
             try:
@@ -280,6 +294,8 @@ def _chat(args: argparse.Namespace) -> int:
             continue
         chat.add_reply(done.text, done.stats, replaces=previous)
         print(badge(done.stats), file=sys.stderr)
+        if term.signal is not None:  # SIGTERM during the reply: it was stopped and saved; now leave
+            return leave(chat, client)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -310,11 +326,31 @@ def undo_turn(chat, previous, command: str | None) -> None:
         chat.drop_last()
 
 
-def leave(chat) -> int:
-    """Leave the chat, saying where the conversation is kept (`chat`: a TerminalConversation)."""
+def leave(chat, client=None) -> int:
+    """Leave the chat: the worker shut down (`client`, a LocalClient: its Shutdown writes the KV it
+    holds to disk), then where the conversation is kept (`chat`: a TerminalConversation)."""
+    if client is not None:
+        close_worker(client)
     if chat.saved:
-        print(chat.describe(), file=sys.stderr)
+        try:
+            print(chat.describe(), file=sys.stderr)
+        except OSError:  # the terminal is gone (SIGHUP): nothing to tell
+            pass
     return 0
+
+
+def close_worker(client) -> None:
+    """Send the worker its Shutdown and let it handle it, then close it, as the app's hosts do on
+    quitting (Worker.serve ends with close())."""
+    from desktop.protocol import Shutdown
+    from desktop.workers.local import interrupts_held
+
+    client.submit(Shutdown())
+    with interrupts_held():
+        client.worker.step()
+        close = getattr(client.worker, "close", None)  # the disk tier's: idle conversations written out
+        if close is not None:
+            close()
 
 
 def main_gui() -> int:

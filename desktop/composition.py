@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Coroutine
 
@@ -29,6 +30,7 @@ from desktop.engine_runner import EngineRunner
 from desktop.pages import Pages
 from desktop.engine_hosts import engine_hosts, worker_cores  # noqa: F401 - worker_cores: bench/api.py
 from desktop.workers.factory import remote_hosts
+from desktop.workers.kv_disk.files import SnapshotDir, kv_root
 from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,8 @@ class Composition(QObject):
         super().__init__()
         self.app, self.settings, self._warning, self._path = app, settings, warning, settings_path
         self.window: MainWindow | None = None
+        self.snapshots = SnapshotDir(kv_root())  # the KV snapshots on disk (written by the workers)
+        self._chores = ThreadPoolExecutor(1, thread_name_prefix="kv-files")  # their deletions, off the UI thread
         self.settings_dialog: QDialog | None = None
         self._settings_page: str | None = None  # the settings page last looked at (this run)
         self._tasks = TaskSet()
@@ -121,7 +125,10 @@ class Composition(QObject):
         window = self.window = MainWindow(self.settings, self.snapshot, lambda rid: self.proxy.cancel(rid))
         window.settings_requested.connect(self.open_settings)
         window.closed.connect(self._window_closed)
+        self.pages.store = self.pages.store or self._open_store()
         self.pages.build(window)
+        if self.store is not None:  # snapshots of conversations deleted meanwhile (or by another app)
+            self._off_thread(self.snapshots.collect, [c.id for c in self.store.list()])
         if self.recordings is not None:
             self.recording_status.connect(window.show_message)
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
@@ -147,6 +154,31 @@ class Composition(QObject):
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         """Run a background task, keeping a strong reference until it ends."""
         return self._tasks.spawn(coro)
+
+    def _open_store(self) -> Any:
+        """The saved conversations, whose deletion deletes their KV snapshots; None when the
+        folder cannot be read (the chat page then says why)."""
+        from desktop.chat.conversations import ConversationStore
+
+        try:
+            return ConversationStore.default(on_delete=self._forget_snapshots)
+        except Exception:  # noqa: BLE001 - the chat page tries again and shows the error
+            log.exception("The conversations could not be loaded")
+            return None
+
+    def _forget_snapshots(self, conv_id: str) -> None:
+        """A conversation was deleted: its KV snapshots go too (files: off the UI thread)."""
+        self._off_thread(self.snapshots.delete_conversation, conv_id)
+
+    def _off_thread(self, work: Any, *args: Any) -> None:
+        """Run a blocking file chore off the UI thread, one after the other (in order)."""
+        def run() -> None:
+            try:
+                work(*args)
+            except Exception:  # noqa: BLE001 - a chore that fails leaves files for the next start
+                log.exception("A KV snapshot chore failed")
+
+        self._chores.submit(run)
 
     def snapshot(self) -> Snapshot | None:
         return self.engine.snapshot()
@@ -207,7 +239,8 @@ class Composition(QObject):
 
         if self.settings_dialog is None:
             dialog = self.settings_dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices(),
-                                                           api_status=self.api.status, page=page or self._settings_page)
+                                                           api_status=self.api.status, page=page or self._settings_page,
+                                                           snapshots=self.snapshots)
             dialog.applied.connect(lambda new: self.spawn(self.apply_settings(new)))
             self.api_status.connect(dialog.show_api_status)
             dialog.finished.connect(self._settings_closed)
@@ -259,6 +292,7 @@ class Composition(QObject):
         await self._stop_engine()
         await self.pages.close()  # the recordings' last lines, then the voice
         await self._tasks.cancel_all()
+        self._chores.shutdown(wait=False)  # a deletion under way finishes on its own; the rest at the next start
         if window is not None:
             window.deleteLater()
         self.engine_state.emit("closed")

@@ -17,6 +17,7 @@ from desktop.model.messages import first_unencodable
 from desktop.model.params import SEED_LIMIT, SamplingParams
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
 from desktop.workers.config import WorkerConfig
+from desktop.workers.kv_disk.files import kv_root
 from desktop.workers.remote.spec import RemoteSpec, check_text, check_url
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,8 @@ class Settings(BaseModel):
             cache_mode=self.cache_mode,
             cache_min_tokens=self.cache_min_tokens,
             kv_budget_bytes=self.kv_budget_mb << 20,
+            kv_dir=str(kv_root()) if self.kv_disk_budget_mb > 0 else "",  # 0 MB: no disk tier
+            kv_disk_budget_bytes=self.kv_disk_budget_mb << 20,
         )
 
     def sampling(self) -> SamplingParams:
@@ -193,7 +196,7 @@ class Settings(BaseModel):
         """Whether going from self to other needs the model/workers rebuilt (with progress). Remote
         workers do not: they join and leave the running pool (Composition.apply_settings)."""
         keys = ("model_source", "dtype", "device", "workers", "slots_per_worker", "cache_mode", "cache_min_tokens",
-                "kv_budget_mb")
+                "kv_budget_mb", "kv_disk_budget_mb")
         return any(getattr(self, k) != getattr(other, k) for k in keys)
 
 

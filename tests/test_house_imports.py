@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "desktop"
 # top floor first; a module may import its own floor or any floor below it
 FLOORS = [
-    {"__main__", "app", "cli", "composition", "engine_runner", "pages"},
+    {"__main__", "app", "cli", "cli_signals", "composition", "engine_runner", "pages"},
     {"engine_proxy"},
     {"ui"},
     {"recording"},

@@ -12,7 +12,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from desktop.chat.saved_fields import clean_text, reply_stats, timestamp
 from desktop.chat.search import Hit, SearchIndex
@@ -127,8 +127,9 @@ class ConversationStore:
     """Conversations under `root`, one `<id>.json` each. Everything is read once at start and
     kept in memory; every change is written through at once."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, on_delete: Callable[[str], None] | None = None) -> None:
         self.root = Path(root)
+        self._on_delete = on_delete  # told each deleted conversation's id (its KV snapshots go too)
         self.root.mkdir(parents=True, exist_ok=True)
         self.images = ImageStore(self.root / "images")  # attached images, by content hash
         self._convs: dict[str, Conversation] = {}
@@ -185,8 +186,8 @@ class ConversationStore:
                        f"{moved} Your other conversations are loaded.")
 
     @classmethod
-    def default(cls) -> ConversationStore:
-        return cls(data_dir() / "conversations")
+    def default(cls, *, on_delete: Callable[[str], None] | None = None) -> ConversationStore:
+        return cls(data_dir() / "conversations", on_delete=on_delete)
 
     def __contains__(self, conv_id: object) -> bool:
         return conv_id in self._convs
@@ -236,9 +237,12 @@ class ConversationStore:
         return conv
 
     def delete(self, conv_id: str) -> None:
-        """Remove a conversation and its file (nothing happens for an unknown id)."""
+        """Remove a conversation and its file (nothing happens for an unknown id), then tell
+        `on_delete` (what else was kept for it goes too)."""
         if self._convs.pop(conv_id, None) is not None:
             (self.root / f"{conv_id}.json").unlink(missing_ok=True)
+            if self._on_delete is not None:
+                self._on_delete(conv_id)
 
     def _need(self, conv_id: str) -> Conversation:
         conv = self._convs.get(conv_id)

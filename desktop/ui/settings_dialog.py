@@ -25,7 +25,8 @@ ERROR_STYLE = "color: #d32f2f; font-weight: 600;"
 
 class SettingsDialog(QDialog):
     """Edit a Settings. Open it with open() (never exec() under qasync) and listen to `applied`;
-    `page` names the page (its tab's title) to open on, else the first (Model).
+    `page` names the page (its tab's title) to open on, else the first (Model); `snapshots`: the folder of
+    KV snapshots on disk (kv_disk.files.SnapshotDir), whose space in use and "Clear" the Cache page shows.
 
     `applied(Settings)` is emitted on OK or Apply when the validated settings differ from those in
     effect; `result_settings()` gives the accepted settings after OK (None before OK or on Cancel)."""
@@ -33,7 +34,8 @@ class SettingsDialog(QDialog):
     applied = Signal(object)
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 sound_devices: Any = None, api_status: Any = None, page: str | None = None) -> None:
+                 sound_devices: Any = None, api_status: Any = None, page: str | None = None,
+                 snapshots: Any = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._current = settings  # what is in effect: the initial settings, then the last applied
@@ -41,7 +43,7 @@ class SettingsDialog(QDialog):
         self.model_page = ModelPage(settings)
         self.api_page = ApiPage(settings, api_status)
         self.pages: list[Page] = [
-            self.model_page, CachePage(settings), SamplingPage(settings),
+            self.model_page, CachePage(settings, snapshots), SamplingPage(settings),
             AudioPage(settings, sound_devices if sound_devices is not None else []), CallsPage(settings),
             RecordingPage(settings), self.api_page,
             RemotePage(settings),

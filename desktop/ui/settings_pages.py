@@ -5,7 +5,7 @@ the local API server: settings_api)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from PySide6.QtCore import QRegularExpression, Qt
 from PySide6.QtGui import QRegularExpressionValidator
@@ -18,6 +18,7 @@ from desktop.settings import Settings
 from desktop.ui.settings_api import ApiPage
 from desktop.ui.settings_audio import AudioPage
 from desktop.ui.settings_form import Page, field_width, float_spin, hint, int_spin
+from desktop.ui.settings_kv_disk import disk_rows
 
 __all__ = ["ApiPage", "AudioPage", "CachePage", "ModelPage", "RecordingPage", "SamplingPage"]
 
@@ -147,9 +148,10 @@ class ModelPage(Page):
 
 
 class CachePage(Page):
-    """Conversation cache mode, minimum shared prefix, KV memory budget, prefill while typing."""
+    """Conversation cache mode, minimum shared prefix, KV memory budget, prefill while typing, and
+    the conversation memory on disk (settings_kv_disk: `snapshots`, the folder, or None)."""
 
-    def __init__(self, s: Settings) -> None:
+    def __init__(self, s: Settings, snapshots: Any = None) -> None:
         super().__init__("Cache")
         self.mode = QButtonGroup(self)
         box = QVBoxLayout()
@@ -180,11 +182,12 @@ class CachePage(Page):
         self.typing.setChecked(s.prefill_while_typing)
         self.add("", "prefill_while_typing", self.typing,
                  "A pause in typing reads your draft into the cache, so that the reply starts sooner after Send.")
+        self.disk_budget, self.disk_usage = disk_rows(self, s, snapshots)
 
     def values(self) -> dict[str, object]:
         return {"cache_mode": self.mode.checkedButton().property("mode"),
                 "cache_min_tokens": self.min_tokens.value(), "kv_budget_mb": self.budget.value(),
-                "prefill_while_typing": self.typing.isChecked()}
+                "prefill_while_typing": self.typing.isChecked(), "kv_disk_budget_mb": self.disk_budget.mb()}
 
 
 class SamplingPage(Page):
