@@ -134,3 +134,24 @@ def test_without_a_folder_there_is_no_disk_tier(tiny_lm):
     assert client.worker.disk is None and client.worker.writer is None
     client.run(Chat("x", (U("Hi"),), SamplingParams(max_tokens=2)))
     client.worker.close()
+
+
+def test_an_image_conversation_under_m_rope_is_restored(tmp_path):
+    """Qwen2-VL's 3-D positions: the restored slot's image places (its RopeTrack) come back too."""
+    from test_cache_invariant_images import IMAGES, VisionOracle
+
+    from desktop.model.loader import ModelSpec, load_model
+    from desktop.model.messages import Message
+
+    lm = load_model(ModelSpec("tiny-qwen2vl"))
+    oracle = VisionOracle(lm)
+    client = client_for(lm, tmp_path, cache_min_tokens=4)
+    conv = [Message("user", "What is in this picture?", (IMAGES[0],))]
+    done = chat(client, "i1", conv, 5)
+    assert list(done.token_ids) == oracle.chat(conv, 5)
+    conv.append(A(done.text))
+    chat(client, "other", [U("Something else entirely.")], 5)
+    client.worker.writer.flush(30)
+    conv.append(U("And its colours?"))
+    done = chat(client, "i2", conv, 5)
+    assert done.stats.kind == "disk" and list(done.token_ids) == oracle.chat(conv, 5)
