@@ -155,3 +155,18 @@ def test_an_image_conversation_under_m_rope_is_restored(tmp_path):
     conv.append(U("And its colours?"))
     done = chat(client, "i2", conv, 5)
     assert done.stats.kind == "disk" and list(done.token_ids) == oracle.chat(conv, 5)
+
+
+def test_snapshots_are_named_for_their_conversation(tiny_lm, oracle, tmp_path):
+    """A branch cropped away for another conversation (same system prompt) goes to disk under its
+    own conversation's id, and comes back from there."""
+    client = client_for(tiny_lm, tmp_path)
+    conv = [S, U("Hello there, how are you doing today?")]
+    done = client.run(Chat("a1", tuple(conv), SamplingParams(max_tokens=6), conversation="conv1"))[-1]
+    conv.append(A(done.text))
+    client.run(Chat("b1", (S, U("Another one, about trains.")), SamplingParams(max_tokens=6), conversation="conv2"))
+    client.worker.writer.flush(30)
+    assert [e.conversation for e in SnapshotDir(tmp_path).entries()] == ["conv1"]
+    conv.append(U("And tomorrow?"))
+    done = client.run(Chat("a2", tuple(conv), SamplingParams(max_tokens=6), conversation="conv1"))[-1]
+    assert done.stats.kind == "disk" and list(done.token_ids) == oracle.chat(conv, 6)
