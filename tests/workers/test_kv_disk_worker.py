@@ -170,3 +170,14 @@ def test_snapshots_are_named_for_their_conversation(tiny_lm, oracle, tmp_path):
     conv.append(U("And tomorrow?"))
     done = client.run(Chat("a2", tuple(conv), SamplingParams(max_tokens=6), conversation="conv1"))[-1]
     assert done.stats.kind == "disk" and list(done.token_ids) == oracle.chat(conv, 6)
+
+
+def test_a_conversation_already_on_disk_is_not_written_again(tiny_lm, oracle, tmp_path):
+    client = client_for(tiny_lm, tmp_path, num_slots=2)
+    conv = [S, U("Hello there, how are you doing today?")]
+    turn(client, oracle, "a1", conv)
+    sched = client.worker.scheduler
+    assert sched.spill_all() == 1
+    client.worker._sync()
+    client.worker.writer.flush(30)
+    assert sched.spill_all() == 0 and not sched.ops  # the file holds it all already
