@@ -40,7 +40,7 @@ class Admission:
         cmd = seq.command
         source: Slot | None = None
         if isinstance(cmd, Chat):
-            plan = self.matcher.plan(seq.msgs, seq.encoded, cmd.raw)
+            plan = self.matcher.plan(seq.msgs, seq.encoded, cmd.raw, seq.warm)
             placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
                                   plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids,
                                   history=Matcher.history(seq.msgs, plan.bounds, plan.reuse), restore=plan.restore)
@@ -120,7 +120,6 @@ class Admission:
         slot.request_id = seq.request_id
         slot.origin = getattr(seq.command, "origin", "app")  # who asked weighs what its KV is worth keeping
         i = slot.index
-        slot.conversation = getattr(seq.command, "conversation", "") if isinstance(seq.command, Chat) else ""
         if copied:
             pass  # the branch's prefix was copied in during planning
         elif p.restore is not None:  # read back from disk into this empty slot
@@ -144,6 +143,7 @@ class Admission:
         seq.placement, seq.num_kv, seq.t_admitted = p, p.cached, self.clock()
         seq.encoded = None  # its ids live in the placement now
         slot.ids = p.prompt[: p.cached]
+        slot.conversation = cmd.conversation if isinstance(cmd := seq.command, Chat) else ""  # names its snapshot
 
     @staticmethod
     def _take_input(seq: Seq) -> None:

@@ -56,14 +56,16 @@ class Matcher:
             return 0
         return bounds[-2] if bounds else cached
 
-    def plan(self, msgs: Sequence[Message], enc: Encoded | None = None, raw: bool = False) -> Plan:
+    def plan(self, msgs: Sequence[Message], enc: Encoded | None = None, raw: bool = False,
+             warm: bool = False) -> Plan:
         """`enc`: the messages' canonical ids where already made (the tokenizer stage's); `raw`:
-        a raw prompt (Chat.raw: its text's own ids, no generation prompt, found by token prefix)."""
+        a raw prompt (Chat.raw: its text's own ids, no generation prompt, found by token prefix);
+        a `warm` restores from disk only into an empty slot (it never evicts)."""
         gen = [] if raw else self.template.gen_prompt_ids
         if enc is None:
             enc = encode_raw(self.template, tuple(msgs)) if raw else self.template.encode(msgs)
         if self.mode.imc:
-            plan = self._by_disk(msgs, enc, gen) or self._by_hash(msgs, enc, gen)
+            plan = self._by_disk(msgs, enc, gen, warm) or self._by_hash(msgs, enc, gen)
             if plan is not None:
                 return plan
         prompt = enc.ids + gen
@@ -112,7 +114,7 @@ class Matcher:
             kind, reason = MatchKind.PREFIX, self._diverged(msgs, k)
         return Plan(slot, kind, reuse, prompt, canon, bounds, miss_reason=reason), replaces_reply
 
-    def _by_disk(self, msgs: Sequence[Message], enc: Encoded, gen: list[int]) -> Plan | None:
+    def _by_disk(self, msgs: Sequence[Message], enc: Encoded, gen: list[int], warm: bool) -> Plan | None:
         """A snapshot on disk that holds more of the conversation than any slot in RAM, read back
         into a free slot; None when there is none (or it could not be read: it is gone then)."""
         if self.disk is None or enc.bounds is None:
@@ -126,7 +128,8 @@ class Matcher:
         if ram is not None and ram[1] >= k:  # RAM holds as much: no disk read
             return None
         plan, _ = self._reuse(self.table.slots[0], snap.state, k, msgs, enc, gen)
-        if plan.reuse < 1 or not self.table.empty_slot() and not any(s.evictable for s in self.table.slots):
+        free = self.table.empty_slot() is not None or (not warm and any(s.evictable for s in self.table.slots))
+        if plan.reuse < 1 or not free:
             return None
         saved = self.disk.restore(snap, plan.reuse)
         if saved is None:

@@ -84,7 +84,10 @@ class Scheduler:
             return False
         if len(slot.ids) < self.cfg.cache_min_tokens:
             return False
-        self.ops.append(Spill(slot.index, SnapState.of(slot)))
+        state = SnapState.of(slot)
+        if self.disk.holds(state):  # e.g. restored from disk and not grown since: the file is there
+            return False
+        self.ops.append(Spill(slot.index, state))
         return True
 
     def spill_all(self) -> int:

@@ -134,3 +134,50 @@ def test_without_a_folder_there_is_no_disk_tier(tiny_lm):
     assert client.worker.disk is None and client.worker.writer is None
     client.run(Chat("x", (U("Hi"),), SamplingParams(max_tokens=2)))
     client.worker.close()
+
+
+def test_an_image_conversation_under_m_rope_is_restored(tmp_path):
+    """Qwen2-VL's 3-D positions: the restored slot's image places (its RopeTrack) come back too."""
+    from test_cache_invariant_images import IMAGES, VisionOracle
+
+    from desktop.model.loader import ModelSpec, load_model
+    from desktop.model.messages import Message
+
+    lm = load_model(ModelSpec("tiny-qwen2vl"))
+    oracle = VisionOracle(lm)
+    client = client_for(lm, tmp_path, cache_min_tokens=4)
+    conv = [Message("user", "What is in this picture?", (IMAGES[0],))]
+    done = chat(client, "i1", conv, 5)
+    assert list(done.token_ids) == oracle.chat(conv, 5)
+    conv.append(A(done.text))
+    chat(client, "other", [U("Something else entirely.")], 5)
+    client.worker.writer.flush(30)
+    conv.append(U("And its colours?"))
+    done = chat(client, "i2", conv, 5)
+    assert done.stats.kind == "disk" and list(done.token_ids) == oracle.chat(conv, 5)
+
+
+def test_snapshots_are_named_for_their_conversation(tiny_lm, oracle, tmp_path):
+    """A branch cropped away for another conversation (same system prompt) goes to disk under its
+    own conversation's id, and comes back from there."""
+    client = client_for(tiny_lm, tmp_path)
+    conv = [S, U("Hello there, how are you doing today?")]
+    done = client.run(Chat("a1", tuple(conv), SamplingParams(max_tokens=6), conversation="conv1"))[-1]
+    conv.append(A(done.text))
+    client.run(Chat("b1", (S, U("Another one, about trains.")), SamplingParams(max_tokens=6), conversation="conv2"))
+    client.worker.writer.flush(30)
+    assert [e.conversation for e in SnapshotDir(tmp_path).entries()] == ["conv1"]
+    conv.append(U("And tomorrow?"))
+    done = client.run(Chat("a2", tuple(conv), SamplingParams(max_tokens=6), conversation="conv1"))[-1]
+    assert done.stats.kind == "disk" and list(done.token_ids) == oracle.chat(conv, 6)
+
+
+def test_a_conversation_already_on_disk_is_not_written_again(tiny_lm, oracle, tmp_path):
+    client = client_for(tiny_lm, tmp_path, num_slots=2)
+    conv = [S, U("Hello there, how are you doing today?")]
+    turn(client, oracle, "a1", conv)
+    sched = client.worker.scheduler
+    assert sched.spill_all() == 1
+    client.worker._sync()
+    client.worker.writer.flush(30)
+    assert sched.spill_all() == 0 and not sched.ops  # the file holds it all already

@@ -67,6 +67,12 @@ class DiskStore:
                     return max((self._snaps[p] for p in paths), key=lambda s: (len(s.state.ids), s.path.name)), k
         return None
 
+    def holds(self, state: SnapState) -> bool:
+        """Whether a snapshot already holds all of `state` (its messages, and its ids or more)."""
+        with self._lock:
+            snaps = [self._snaps[p] for p in self._by_hash.get(state.hashes[-1], ())]
+        return any(s.state.hashes == state.hashes and s.state.ids[: len(state.ids)] == state.ids for s in snaps)
+
     def __len__(self) -> int:
         return len(self._snaps)
 
