@@ -14,13 +14,17 @@ class Chat:
     """Stateless turn: the whole message list; the worker finds the slot that holds its prefix.
     `params.max_tokens == 0` only prefills (warms the cache). `origin`: who sent it ("app": the
     window; "api": the local HTTP API), which weighs what its KV is worth keeping; `conversation`:
-    the saved conversation it belongs to ("" for none), whose KV it tags."""
+    the saved conversation it belongs to ("" for none), whose KV it tags. `overflow`: what the
+    worker does when the conversation and its reply would pass the model's window: "slide" (the
+    oldest messages leave the model's view, workers/slide.py) or "error" (the request is refused
+    once its prompt alone passes the window)."""
 
     request_id: str
     messages: tuple[Message, ...]
     params: SamplingParams = field(default_factory=SamplingParams)
     origin: str = "app"
     conversation: str = ""
+    overflow: str = "slide"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ a request sends (PrefillProgress, PrefillDone, ChunkEvent, Done, ErrorEvent) wit
 
 from __future__ import annotations
 
+import itertools
 from typing import Callable
 
 from desktop.errors import OmnideskError
@@ -32,7 +33,8 @@ class Output:
     def prefill_done(self, seq: Seq) -> None:
         seq.t_prefilled = self.clock()
         p = seq.placement
-        self.emit(PrefillDone(seq.request_id, seq.num_prompt, p.cached, p.kind, seq.prefill_ms, p.slot.index, p.miss_reason))
+        self.emit(PrefillDone(seq.request_id, seq.num_prompt, p.cached, p.kind, seq.prefill_ms, p.slot.index, p.miss_reason,
+                              seq.window_start, _slid(seq)))
 
     def accept(self, seq: Seq, token: int) -> str | None:
         """Take a sampled token: stream its text; return a finish reason when the sequence ends."""
@@ -70,3 +72,14 @@ class Output:
     def error(self, seq: Seq, err: OmnideskError) -> None:
         self.counters.errors += 1
         self.emit(ErrorEvent(seq.request_id, err.code, err.message, err.retryable))
+
+
+def _slid(seq: Seq) -> bool:
+    """The view (a chat's after a slide, a session's after its rebuild) was built again this turn:
+    its KV kept no more than the system prompt."""
+    p = seq.placement
+    if not seq.window_start:
+        return False
+    system = sum(1 for _ in itertools.takewhile(lambda m: m.role == "system", seq.msgs))
+    kept = p.bounds[system - 1] if system and p.bounds and len(p.bounds) >= system else 0
+    return p.cached <= kept

@@ -76,6 +76,7 @@ class Seq:
     params: SamplingParams | None = None
     msgs: tuple[Message, ...] = ()
     encoded: Encoded | None = None  # the msgs' canonical ids, if the tokenizer stage made them (until admission)
+    window_start: int = 0  # a chat past the window: its first message the model still sees after the system prompt (slide.py)
     session: Session | None = None
     placement: Placement | None = None  # set once, at admission
     num_kv: int = 0  # ids of prompt + generated in the slot's KV
