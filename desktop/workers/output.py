@@ -9,7 +9,7 @@ from typing import Callable
 from desktop.errors import OmnideskError
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.detok import StreamDecoder
-from desktop.protocol import ChunkEvent, Done, ErrorEvent, Event, FinishReason, PrefillDone, PrefillProgress
+from desktop.protocol import ChunkEvent, Done, ErrorEvent, Event, FinishReason, MatchKind, PrefillDone, PrefillProgress
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Seq
 from desktop.workers.stats import WorkerCounters, finish_stats
@@ -75,11 +75,12 @@ class Output:
 
 
 def _slid(seq: Seq) -> bool:
-    """The view (a chat's after a slide, a session's after its rebuild) was built again this turn:
-    its KV kept no more than the system prompt."""
+    """A chat's view after a slide was built this turn: its KV did not hold the first message the
+    model sees after the system prompt (the rebuild starts from the system prompt's KV)."""
     p = seq.placement
     if not seq.window_start:
         return False
     system = sum(1 for _ in itertools.takewhile(lambda m: m.role == "system", seq.msgs))
-    kept = p.bounds[system - 1] if system and p.bounds and len(p.bounds) >= system else 0
-    return p.cached <= kept
+    if p.bounds is None or len(p.bounds) <= system:
+        return p.kind not in (MatchKind.HIT.value, MatchKind.EXTEND.value)
+    return p.cached < p.bounds[system]
