@@ -78,8 +78,8 @@ def _slid(seq: Seq) -> bool:
     """A chat's view after a slide was built this turn: its KV did not hold the first message the
     model sees after the system prompt (the rebuild starts from the system prompt's KV)."""
     p = seq.placement
-    if not seq.window_start:
-        return False
+    if seq.session is not None or not seq.window_start:
+        return seq.slid
     system = sum(1 for _ in itertools.takewhile(lambda m: m.role == "system", seq.msgs))
     if p.bounds is None or len(p.bounds) <= system:
         return p.kind not in (MatchKind.HIT.value, MatchKind.EXTEND.value)
