@@ -30,8 +30,10 @@ class EngineProxy:
         return self._engine().observers
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
-             request_id: str | None = None, origin: str = "app", conversation: str = "") -> RequestEvents:
-        return self._engine().chat(messages, params, request_id=request_id, origin=origin, conversation=conversation)
+             request_id: str | None = None, origin: str = "app", conversation: str = "",
+             overflow: str = "slide") -> RequestEvents:
+        return self._engine().chat(messages, params, request_id=request_id, origin=origin, conversation=conversation,
+                                   overflow=overflow)
 
     def create_session(self, system: str | None = None, *, call: bool = False) -> Coroutine[Any, Any, str]:
         return self._engine().create_session(system, call=call)

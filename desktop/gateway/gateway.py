@@ -28,7 +28,7 @@ from desktop.protocol.engine_stats import EngineStats
 from desktop.gateway.streams import RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
 from desktop.model.images import NO_IMAGES
-from desktop.model.messages import Message, char_limit, history_hash, parse_messages
+from desktop.model.messages import MAX_CHARS, Message, char_limit, history_hash, parse_messages
 from desktop.model.params import SamplingParams, as_params
 
 log = logging.getLogger(__name__)
@@ -147,21 +147,25 @@ class Gateway:
     # ------------------------------------------------------------------ requests
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
-             request_id: str | None = None, origin: str = "app", conversation: str = "") -> RequestStream:
+             request_id: str | None = None, origin: str = "app", conversation: str = "",
+             overflow: str = "slide") -> RequestStream:
         """A stateless turn over the whole conversation, routed to the worker that caches it.
         `params`: SamplingParams, a dict of its fields, or None for the defaults. `origin` names
         the sender in stats() and for the observers ("app", "api"); `conversation` the saved
         conversation it belongs to (its KV is tagged with it). With max_tokens 0 it is a
         warm (the draft being typed, prefilled): it holds no capacity and waits in no queue, a
         newer one of the same conversation stops it, and it may end at once, "cancelled"
-        (warms.py); the stream says how much of the draft is now cached."""
-        msgs = parse_messages(messages, self._max_chars())
+        (warms.py); the stream says how much of the draft is now cached. `overflow`: "slide" (past
+        the window the oldest messages leave the model's view, workers/slide.py) or "error"."""
+        if overflow not in ("slide", "error"):
+            raise InvalidRequest('overflow must be "slide" or "error".')
+        msgs = parse_messages(messages, self._max_chars(), MAX_CHARS if overflow == "slide" else None)
         known = [w for w in self._pool.workers.values() if w.context_length]
         if known and not any(w.supports_images for w in known) and any(m.images for m in msgs):
             raise InvalidRequest(NO_IMAGES)  # at the door: no loaded model here can see them
         params = as_params(params)
         rid = self._new_id(request_id)
-        req = Request(rid, Chat(rid, msgs, params, origin, conversation), self._future(), history=history_hash(msgs), origin=origin)
+        req = Request(rid, Chat(rid, msgs, params, origin, conversation, overflow), self._future(), history=history_hash(msgs), origin=origin)
         if params.max_tokens == 0:
             self._warms.send(req)
             return RequestStream(req, self.cancel)

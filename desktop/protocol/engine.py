@@ -41,10 +41,12 @@ class EngineApi(Protocol):
         """Told of every user request that ended (e.g. /metrics); one that raises is only logged."""
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
-             request_id: str | None = None, origin: str = "app", conversation: str = "") -> RequestEvents:
+             request_id: str | None = None, origin: str = "app", conversation: str = "",
+             overflow: str = "slide") -> RequestEvents:
         """A stateless turn over the whole conversation, routed to the worker that caches it.
         `origin` names the sender in stats() ("app", "api"); `conversation`, the saved
-        conversation it belongs to ("" for none)."""
+        conversation it belongs to ("" for none); `overflow`, past the model's window: "slide"
+        (the oldest messages leave the model's view) or "error"."""
 
     async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
         """Open a session pinned to one worker and prefill `system`; `call`: a voice call's."""

@@ -31,6 +31,9 @@ CACHE_MODES = {
 }
 
 
+OVERFLOW_CHOICES = (("Forget the oldest messages", "forget"), ("Stop and tell me", "stop"))
+
+
 class ModelPage(Page):
     """Which model (embedded default or a local folder / .gguf file), device, dtype and workers."""
 
@@ -205,6 +208,12 @@ class SamplingPage(Page):
         self.max_tokens = int_spin("max_tokens", " tokens", 64)
         self.max_tokens.setValue(s.max_tokens)
         self.add("&Longest reply:", "max_tokens", self.max_tokens)
+        self.overflow = QComboBox()
+        for label, value in OVERFLOW_CHOICES:
+            self.overflow.addItem(label, value)
+        self.overflow.setCurrentIndex(max(self.overflow.findData(s.context_overflow), 0))
+        self.add("&When a conversation is longer than the model's window:", "context_overflow", self.overflow,
+                 "Forgetting keeps the system prompt and the latest messages; nothing is deleted from the conversation.")
         self.seed = QLineEdit("" if s.seed is None else str(s.seed))
         self.seed.setPlaceholderText("random")
         self.seed.setValidator(QRegularExpressionValidator(QRegularExpression(r"\d{0,18}"), self.seed))
@@ -216,7 +225,8 @@ class SamplingPage(Page):
         seed = self.seed.text().strip()
         return {"temperature": self.temperature.value(), "top_p": self.top_p.value(),
                 "top_k": self.top_k.value(), "repetition_penalty": self.penalty.value(),
-                "max_tokens": self.max_tokens.value(), "seed": int(seed) if seed else None}
+                "max_tokens": self.max_tokens.value(), "seed": int(seed) if seed else None,
+                "context_overflow": self.overflow.currentData()}
 
 
 class RecordingPage(Page):

@@ -39,6 +39,9 @@ class Admission:
         cmd = seq.command
         source: Slot | None = None
         if isinstance(cmd, Chat):
+            if seq.encoded is None and cmd.overflow == "slide":  # not prepared by the stage: its view here
+                view = fit_view(self.template, seq.msgs, None, self.window, seq.params.max_tokens)
+                seq.msgs, seq.encoded, seq.window_start = view.msgs, view.encoded, view.start
             plan = self.matcher.plan(seq.msgs, seq.encoded)
             placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
                                   plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids,
@@ -127,12 +130,12 @@ class Admission:
             cmd = seq.command
             if isinstance(cmd, CreateSession) or (isinstance(cmd, Chat) and cmd.overflow == "error"):
                 raise ContextOverflow(
-                    f"This conversation is {len(p.prompt):,} tokens long; the model's context window is {ctx:,} "
+                    f"This conversation is {len(p.prompt)} tokens long; the model's context window is {ctx} "
                     "tokens. Start a new conversation or shorten the message."
                 )
             raise ContextOverflow(  # sliding: even the system prompt and the last message alone do not fit
                 f"The last message is too long for the model: with the earlier messages left out, the prompt is still "
-                f"{len(p.prompt):,} tokens and the model's context window is {ctx:,}. Shorten it or send it in parts."
+                f"{len(p.prompt)} tokens and the model's context window is {ctx}. Shorten it or send it in parts."
             )
         max_new = min(seq.params.max_tokens, ctx - len(p.prompt)) if p.generate else 0
         self.table.reserve(p.slot, len(p.prompt) + max_new, keep)

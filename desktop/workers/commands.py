@@ -18,7 +18,7 @@ from desktop.protocol import (
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Phase, Seq
 from desktop.workers.stats import finish_stats
-from desktop.workers.tokenizer_stage import Prepared, chat_chars, fit_view
+from desktop.workers.tokenizer_stage import Prepared, chat_chars
 
 log = logging.getLogger(__name__)
 REQUESTS = (Chat, CreateSession, AppendInput, Generate)
@@ -90,10 +90,8 @@ class CommandIntake:
         if isinstance(cmd, Chat):
             if cmd.overflow not in ("slide", "error"):
                 raise InvalidRequest('Chat.overflow must be "slide" or "error".')
-            if prepared is None:  # read here (the stage did not): the same functions, the same view
-                msgs = parse_messages(cmd.messages, limit, chat_chars(cmd))
-                prepared = fit_view(self.sched.template, msgs, None, self.window, seq.params.max_tokens) \
-                    if cmd.overflow == "slide" else Prepared(msgs, None)
+            if prepared is None:  # read here (the stage did not); tokenised, and slid, at admission
+                prepared = Prepared(parse_messages(cmd.messages, limit, chat_chars(cmd)), None)
             seq.msgs, seq.encoded, seq.window_start = prepared.msgs, prepared.encoded, prepared.start
         elif isinstance(cmd, CreateSession):
             if cmd.session_id in self.sched.sessions:

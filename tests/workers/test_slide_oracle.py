@@ -104,3 +104,22 @@ def test_one_message_longer_than_the_window_is_refused_with_a_sentence(small):
 def test_a_bad_overflow_word_is_refused(small):
     end = turn(make_client(small, num_slots=1), "bad", [Message("user", "hi")], overflow="maybe")[-1]
     assert isinstance(end, ErrorEvent) and end.code == "invalid_request"
+
+
+def test_a_chat_the_stage_did_not_prepare_slides_the_same_at_admission(small, small_oracle):
+    """A command sent on unprepared (a Stop flushed the stage) gets the same view, made at admission."""
+    conv = [Message("system", "Be brief.")]
+    for n in range(30):
+        conv += [Message("user", f"Question {n} about foxes?"), Message("assistant", "A few words, fine.")]
+    conv.append(Message("user", "And the last one?"))
+    prepared = turn(make_client(small, num_slots=1), "p", conv)
+    client = make_client(small, num_slots=1)
+    client.worker.intake.put(Chat("u", tuple(conv), SamplingParams(max_tokens=MAX)), 0.0, None)
+    events = client.stream(None, "u")
+    unprepared = list(events)
+    view, start = visible(small.template, conv, MAX)
+    assert start > 1
+    for events in (prepared, unprepared):
+        done, prefill = events[-1], next(e for e in events if isinstance(e, PrefillDone))
+        assert isinstance(done, Done) and prefill.window_start == start
+        assert list(done.token_ids) == small_oracle.chat(view, MAX)
