@@ -134,8 +134,8 @@ class Admission:
                     "tokens. Start a new conversation or shorten the message."
                 )
             raise ContextOverflow(  # sliding: even the system prompt and the last message alone do not fit
-                f"The last message is too long for the model: with the earlier messages left out, the prompt is still "
-                f"{len(p.prompt)} tokens and the model's context window is {ctx}. Shorten it or send it in parts."
+                f"The last message is too long for the model: with the earlier messages left out, what is left is "
+                f"{len(p.prompt)} tokens long; the model's context window is {ctx} tokens. Shorten it or send it in parts."
             )
         max_new = min(seq.params.max_tokens, ctx - len(p.prompt)) if p.generate else 0
         self.table.reserve(p.slot, len(p.prompt) + max_new, keep)
