@@ -212,8 +212,9 @@ class SamplingPage(Page):
         for label, value in OVERFLOW_CHOICES:
             self.overflow.addItem(label, value)
         self.overflow.setCurrentIndex(max(self.overflow.findData(s.context_overflow), 0))
-        self.add("&When a conversation is longer than the model's window:", "context_overflow", self.overflow,
-                 "Forgetting keeps the system prompt and the latest messages; nothing is deleted from the conversation.")
+        self.add("&Past the window:", "context_overflow", self.overflow,
+                 "When a conversation is longer than the model's window. Forgetting keeps the system prompt and "
+                 "the latest messages; nothing is deleted from the conversation.")
         self.seed = QLineEdit("" if s.seed is None else str(s.seed))
         self.seed.setPlaceholderText("random")
         self.seed.setValidator(QRegularExpressionValidator(QRegularExpression(r"\d{0,18}"), self.seed))
