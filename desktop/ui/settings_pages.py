@@ -212,7 +212,7 @@ class SamplingPage(Page):
         for label, value in OVERFLOW_CHOICES:
             self.overflow.addItem(label, value)
         self.overflow.setCurrentIndex(max(self.overflow.findData(s.context_overflow), 0))
-        self.add("&Past the window:", "context_overflow", self.overflow,
+        self.add("Past the &window:", "context_overflow", self.overflow,
                  "When a conversation is longer than the model's window. Forgetting keeps the system prompt and "
                  "the latest messages; nothing is deleted from the conversation.")
         self.seed = QLineEdit("" if s.seed is None else str(s.seed))
