@@ -31,9 +31,9 @@ class EngineProxy:
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
              request_id: str | None = None, origin: str = "app", conversation: str = "",
-             raw: bool = False) -> RequestEvents:
+             raw: bool = False, overflow: str = "slide") -> RequestEvents:
         return self._engine().chat(messages, params, request_id=request_id, origin=origin, conversation=conversation,
-                                   raw=raw)
+                                   raw=raw, overflow=overflow)
 
     def create_session(self, system: str | None = None, *, call: bool = False) -> Coroutine[Any, Any, str]:
         return self._engine().create_session(system, call=call)

@@ -93,7 +93,7 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
             messages = await asyncio.to_thread(decode_images, messages)
         params = body.params(eng.defaults, eng.gateway.context_length())
         try:
-            stream = eng.gateway.chat(messages, params, origin="api")
+            stream = eng.gateway.chat(messages, params, origin="api", overflow=body.overflow())
         except QueueFullError as err:
             raise from_exception(err, retry_after_s=retry_after(eng.gateway)) from None
         cid, created = f"chatcmpl-{stream.request_id}", int(time.time())

@@ -39,6 +39,7 @@ class ChatRequest(BaseModel):
     logprobs: bool | None = None
     tools: list[Any] | None = None
     response_format: dict[str, Any] | None = None
+    truncation: str | None = None  # OpenAI Responses' word: "auto" (default here: the oldest messages slide out) or "disabled"
 
     def refuse_unsupported(self) -> None:
         """400 for what this server cannot do, rather than silently doing something else."""
@@ -52,9 +53,16 @@ class ChatRequest(BaseModel):
             if getattr(self, name):
                 raise ApiError(400, f"{name} is not supported (only 0); the app's repetition penalty applies.",
                                param=name)
+        if self.truncation not in (None, "auto", "disabled"):
+            raise ApiError(400, 'truncation must be "auto" (the oldest messages leave the model\'s view when the '
+                           'conversation is longer than its window) or "disabled" (an error instead).', param="truncation")
         if self.response_format and self.response_format.get("type", "text") != "text":
             raise ApiError(400, "Only text responses are supported: response_format.type must be \"text\".",
                            param="response_format")
+
+    def overflow(self) -> str:
+        """Past the model's window: slide (the default) unless the request says "disabled"."""
+        return "error" if self.truncation == "disabled" else "slide"
 
     def params(self, defaults: SamplingParams, context: int = 0) -> SamplingParams:
         """The app's sampling defaults, overridden by what the request sets. `context`: the model's

@@ -102,14 +102,16 @@ class Reply:
 
     def __init__(self, gateway: EngineApi, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
                  previous: StoredMessage | None = None, continuing: bool = False, edit: Edit | None = None,
-                 again: bool = False, typed: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+                 again: bool = False, typed: bool = False, overflow: str = "slide",
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if again:
             if previous is not None or continuing or not conv.messages or conv.messages[-1].role != "assistant":
                 raise ValueError("Only the reply at the end of a conversation can be written again.")
             previous = conv.messages.pop()
         self.gateway, self.store, self.conv, self.params = gateway, store, conv, params
         self.previous, self.continuing, self.edit, self.clock = previous, continuing, edit, clock
-        self.typed = typed
+        self.typed, self.overflow = typed, overflow
+        self.view: PrefillDone | None = None  # where the model's view of the conversation starts (a slide)
         self.undone: StoredMessage | None = None  # the edited message, when the edit was taken back
         self._request = request_messages(conv)
         if continuing:
@@ -225,7 +227,7 @@ class Reply:
             request = await self.store.images.resolve_soon(request)
         while True:
             try:
-                return self.gateway.chat(request, self.params, conversation=self.conv.id)
+                return self.gateway.chat(request, self.params, conversation=self.conv.id, overflow=self.overflow)
             except OmnideskError as exc:
                 if exc.code != "not_ready":
                     raise
@@ -245,6 +247,7 @@ class Reply:
             self.progress = event
             self._set(Phase.READING, "progress", force=True)
         elif isinstance(event, PrefillDone):
+            self.view = event
             self._set(Phase.WRITING, "writing")
         elif isinstance(event, ChunkEvent):
             self.delta = event.text_delta
@@ -300,6 +303,9 @@ class Reply:
             self.stats = which_length(stats, self.params.max_tokens)
             if self.typed and stats:  # only a warm puts the new message's tokens in the cache
                 self.stats["typed_tokens"] = max(done.stats.cached_tokens - done.stats.history_tokens, 0)
+            if stats and self.view is not None and self.view.window_start:  # the oldest messages left the view
+                first_seen = self.view.window_start - (1 if self.conv.system_prompt else 0)  # in conv.messages
+                self.stats.update(window_start=self.view.window_start, first_seen=first_seen, slid=self.view.slid)
             self.text = done.text or self.text
         else:
             self.error = (error.code, error.message, error.retryable)

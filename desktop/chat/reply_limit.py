@@ -1,6 +1,6 @@
 """Why a reply was cut short, in words (no Qt): at the reply length limit (the request's max_tokens),
-which Continue goes past, or where the model's context window filled up, which only a new
-conversation or an edit of an earlier message gets past."""
+which Continue goes past, or where the model's context window filled up: the next message then
+makes the model forget the oldest ones (workers/slide.py), unless the user chose to stop there."""
 
 from __future__ import annotations
 
@@ -33,14 +33,16 @@ class Limit:
     def sentence(self) -> str:
         if self.cut is Cut.REPLY:
             return f"Stopped at the reply length limit ({self.tokens:,} tokens)."
-        return f"The conversation has filled the model's window ({self.tokens:,} tokens). {WINDOW_ADVICE}"
+        return (f"The conversation has filled the model's window ({self.tokens:,} tokens). The next message makes the "
+                "model forget the oldest ones, unless Settings → Sampling says to stop.")
 
     @property
     def hint(self) -> str:
         """Where the limit is set, or why there is no going on."""
         if self.cut is Cut.REPLY:
             return "Continue writes more of this reply. The limit is “Longest reply” in Settings → Sampling."
-        return "The model cannot read more than its window: nothing more fits after this reply."
+        return ("The model cannot read more than its window. With “Forget the oldest messages” (the default) it goes on "
+                f"without them; with “Stop and tell me”: {WINDOW_ADVICE[0].lower()}{WINDOW_ADVICE[1:]}")
 
     @property
     def badge(self) -> str:

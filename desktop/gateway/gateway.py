@@ -28,7 +28,7 @@ from desktop.protocol.engine_stats import EngineStats
 from desktop.gateway.streams import RequestStream
 from desktop.errors import InvalidRequest, ModelLoadError, OmnideskError, UnknownRequest, WorkerCrashed, WorkerRemoved
 from desktop.model.images import NO_IMAGES
-from desktop.model.messages import Message, char_limit, history_hash, parse_messages
+from desktop.model.messages import MAX_CHARS, Message, char_limit, history_hash, parse_messages
 from desktop.model.params import SamplingParams, as_params
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class Gateway:
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
              request_id: str | None = None, origin: str = "app", conversation: str = "",
-             raw: bool = False) -> RequestStream:
+             raw: bool = False, overflow: str = "slide") -> RequestStream:
         """A stateless turn over the whole conversation, routed to the worker that caches it.
         `params`: SamplingParams, a dict of its fields, or None for the defaults. `origin` names
         the sender in stats() and for the observers ("app", "api"); `conversation` the saved
@@ -156,14 +156,19 @@ class Gateway:
         warm (the draft being typed, prefilled): it holds no capacity and waits in no queue, a
         newer one of the same conversation stops it, and it may end at once, "cancelled"
         (warms.py); the stream says how much of the draft is now cached. `raw`: a completion's
-        prompt, one message tokenised as is (protocol Chat.raw)."""
-        msgs = parse_messages(messages, self._max_chars())
+        prompt, one message tokenised as is (protocol Chat.raw). `overflow`: "slide" (past the
+        window the oldest messages leave the model's view, workers/slide.py) or "error"."""
+        if overflow not in ("slide", "error"):
+            raise InvalidRequest('overflow must be "slide" or "error".')
+        sliding = overflow == "slide" and not raw
+        msgs = parse_messages(messages, self._max_chars(), MAX_CHARS if sliding else None)
         known = [w for w in self._pool.workers.values() if w.context_length]
         if known and not any(w.supports_images for w in known) and any(m.images for m in msgs):
             raise InvalidRequest(NO_IMAGES)  # at the door: no loaded model here can see them
         params = as_params(params)
         rid = self._new_id(request_id)
-        req = Request(rid, Chat(rid, msgs, params, origin, conversation, raw), self._future(), history=history_hash(msgs), origin=origin)
+        cmd = Chat(rid, msgs, params, origin=origin, conversation=conversation, raw=raw, overflow=overflow)
+        req = Request(rid, cmd, self._future(), history=history_hash(msgs), origin=origin)
         if params.max_tokens == 0:
             self._warms.send(req)
             return RequestStream(req, self.cancel)

@@ -106,11 +106,13 @@ def limit_words(max_chars: int) -> str:
     return f"{max_chars:,} characters"
 
 
-def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS) -> tuple[Message, ...]:
+def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS, total_chars: int | None = None) -> tuple[Message, ...]:
     """Validate a list of dicts (or Messages) into Messages; raise InvalidRequest with a clear reason.
 
-    Sizes are checked first (each message and the whole list against `max_chars`), then roles and
-    text, so an oversized request costs no more than counting its characters."""
+    Sizes are checked first (each message against `max_chars`, the whole list against
+    `total_chars`, by default the same), then roles and text, so an oversized request costs no
+    more than counting its characters. A conversation the worker slides (workers/slide.py) may be
+    longer than the window as a whole: its callers pass MAX_CHARS as the total."""
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Iterable):
         kind = "a string" if isinstance(raw, (str, bytes)) else type(raw).__name__
         raise InvalidRequest(f"Messages must be a list of {{role, content}} objects, not {kind}.")
@@ -136,10 +138,10 @@ def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS) -> tuple[Mess
     count = sum(len(images) for _, _, images, _ in items)
     if count > MAX_IMAGES:
         raise InvalidRequest(f"The conversation holds {count} images; the limit is {MAX_IMAGES}. Start a new conversation for more.")
-    total = sum(len(text) for _, text, _, _ in items)
-    if total > max_chars:
+    total, total_chars = sum(len(text) for _, text, _, _ in items), max_chars if total_chars is None else total_chars
+    if total > total_chars:
         raise ContextOverflow(f"The conversation is {total:,} characters long; the limit is "
-                              f"{limit_words(max_chars)}. Start a new conversation or shorten the messages.")
+                              f"{limit_words(total_chars)}. Start a new conversation or shorten the messages.")
     out: list[Message] = []
     for i, (role, text, images, message) in enumerate(items):
         bad = first_unencodable(text)

@@ -16,7 +16,10 @@ class Chat:
     window; "api": the local HTTP API), which weighs what its KV is worth keeping; `conversation`:
     the saved conversation it belongs to ("" for none), whose KV it tags. `raw`: a completion
     (/v1/completions): one message whose text is the prompt, tokenised as is (no chat template,
-    no generation prompt); its KV is reused by token prefix."""
+    no generation prompt); its KV is reused by token prefix. `overflow`: what the worker does
+    when the conversation and its reply would pass the model's window: "slide" (the oldest
+    messages leave the model's view, workers/slide.py) or "error" (the request is refused once
+    its prompt alone passes the window); a raw prompt never slides."""
 
     request_id: str
     messages: tuple[Message, ...]
@@ -24,6 +27,7 @@ class Chat:
     origin: str = "app"
     conversation: str = ""
     raw: bool = False
+    overflow: str = "slide"
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,11 +42,12 @@ class EngineApi(Protocol):
 
     def chat(self, messages: Iterable[Any], params: SamplingParams | dict | None = None, *,
              request_id: str | None = None, origin: str = "app", conversation: str = "",
-             raw: bool = False) -> RequestEvents:
+             raw: bool = False, overflow: str = "slide") -> RequestEvents:
         """A stateless turn over the whole conversation, routed to the worker that caches it.
         `origin` names the sender in stats() ("app", "api"); `conversation`, the saved
         conversation it belongs to ("" for none); `raw`, a completion's prompt (one message,
-        no chat template)."""
+        no chat template); `overflow`, past the model's window: "slide" (the oldest messages
+        leave the model's view) or "error"."""
 
     async def create_session(self, system: str | None = None, *, call: bool = False) -> str:
         """Open a session pinned to one worker and prefill `system`; `call`: a voice call's."""

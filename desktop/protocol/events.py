@@ -76,6 +76,8 @@ class PrefillDone:
     prefill_ms: float
     slot: int
     miss_reason: str = ""
+    window_start: int = 0  # the first of the request's messages the model still sees after the system prompt (0: all)
+    slid: bool = False  # this turn rebuilt the view from the system prompt: the oldest messages just left it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", MatchKind(self.kind))

@@ -33,6 +33,9 @@ CACHE_MODES = {
 }
 
 
+OVERFLOW_CHOICES = (("Forget the oldest messages", "forget"), ("Stop and tell me", "stop"))
+
+
 class ModelPage(Page):
     """Which model (embedded default or a local folder / .gguf file), device, dtype and workers."""
 
@@ -213,6 +216,13 @@ class SamplingPage(Page):
         self.max_tokens = int_spin("max_tokens", " tokens", 64)
         self.max_tokens.setValue(s.max_tokens)
         self.add("&Longest reply:", "max_tokens", self.max_tokens)
+        self.overflow = QComboBox()
+        for label, value in OVERFLOW_CHOICES:
+            self.overflow.addItem(label, value)
+        self.overflow.setCurrentIndex(max(self.overflow.findData(s.context_overflow), 0))
+        self.add("Past the &window:", "context_overflow", self.overflow,
+                 "When a conversation is longer than the model's window. Forgetting keeps the system prompt and "
+                 "the latest messages; nothing is deleted from the conversation.")
         self.seed = QLineEdit("" if s.seed is None else str(s.seed))
         self.seed.setPlaceholderText("random")
         self.seed.setValidator(QRegularExpressionValidator(QRegularExpression(r"\d{0,18}"), self.seed))
@@ -224,7 +234,8 @@ class SamplingPage(Page):
         seed = self.seed.text().strip()
         return {"temperature": self.temperature.value(), "top_p": self.top_p.value(),
                 "top_k": self.top_k.value(), "repetition_penalty": self.penalty.value(),
-                "max_tokens": self.max_tokens.value(), "seed": int(seed) if seed else None}
+                "max_tokens": self.max_tokens.value(), "seed": int(seed) if seed else None,
+                "context_overflow": self.overflow.currentData()}
 
 
 class RecordingPage(Page):

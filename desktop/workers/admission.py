@@ -19,6 +19,7 @@ from desktop.workers.matcher import Matcher
 from desktop.workers.sequence import Mark, Placement, Seq, Session
 from desktop.workers.slots import Slot, SlotTable, common_prefix
 from desktop.workers.spc import SystemPromptCache
+from desktop.workers.tokenizer_stage import fit_view
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ class Admission:
         cmd = seq.command
         source: Slot | None = None
         if isinstance(cmd, Chat):
+            if seq.encoded is None and cmd.overflow == "slide" and not cmd.raw:  # not prepared by the stage: its view here
+                view = fit_view(self.template, seq.msgs, None, self.window, seq.params.max_tokens)
+                seq.msgs, seq.encoded, seq.window_start = view.msgs, view.encoded, view.start
             plan = self.matcher.plan(seq.msgs, seq.encoded, cmd.raw, seq.warm)
             placement = Placement(plan.slot, plan.prompt, plan.reuse, plan.kind.value, seq.params.max_tokens > 0,
                                   plan.miss_reason, plan.canon, plan.bounds, plan.spc_ids,
@@ -97,14 +101,43 @@ class Admission:
                 ids += self.template.encode_delta(session.history[: at.messages], seq.msgs).ids
             except ValueError:
                 raise InvalidRequest("This model's chat template cannot be extended message by message; use plain chat.") from None
+        seq.window_start = session.window_start
+        if len(ids) + len(self.template.gen_prompt_ids) + self.window // 4 > self.window:
+            slid = self._slide(seq, at)
+            if slid is not None:
+                return slid
         return ids, min(len(session.slot.ids), at.ids) or at.ids
+
+    def _slide(self, seq: Seq, at: Mark) -> tuple[list[int], int] | None:
+        """A session past the window (a long call): its view by the chats' rule (workers/slide.py,
+        a reply's reserve of a quarter of the window) over all its messages, so a call never ends
+        for length. The KV keeps the system prompt; the rest of the view is prefilled again.
+        None where the rule moves the view no further than it is."""
+        session = seq.session
+        msgs = tuple(session.history[: at.messages]) + tuple(seq.msgs)
+        view = fit_view(self.template, msgs, None, self.window, self.window // 4)
+        if view.start <= session.window_start:
+            return None
+        before = view.msgs[: len(view.msgs) - len(seq.msgs)]
+        before_ids = self.template.encode(before).ids if before else []
+        if session.reply_at is not None and at.messages == len(session.history) and session.history[-1].role == "assistant":
+            session.reply_at = len(self.template.encode(before[:-1]).ids) if len(before) > 1 else None
+        session.window_start = seq.window_start = view.start
+        seq.slid, seq.view_at = True, Mark(at.messages, len(before_ids))
+        return view.encoded.ids, len(before_ids)
 
     def _check(self, seq: Seq, p: Placement, keep: Slot | None = None) -> None:
         ctx = self.window
         if len(p.prompt) > (ctx - 1 if p.generate else ctx):
-            raise ContextOverflow(
-                f"This conversation is {len(p.prompt)} tokens long; the model's context window is {ctx} "
-                "tokens. Start a new conversation or shorten the message."
+            cmd = seq.command
+            if isinstance(cmd, CreateSession) or (isinstance(cmd, Chat) and cmd.overflow == "error"):
+                raise ContextOverflow(
+                    f"This conversation is {len(p.prompt)} tokens long; the model's context window is {ctx} "
+                    "tokens. Start a new conversation or shorten the message."
+                )
+            raise ContextOverflow(  # sliding: even the system prompt and the last message alone do not fit
+                f"The last message is too long for the model: with the earlier messages left out, what is left is "
+                f"{len(p.prompt)} tokens long; the model's context window is {ctx} tokens. Shorten it or send it in parts."
             )
         max_new = min(seq.params.max_tokens, ctx - len(p.prompt)) if p.generate else 0
         self.table.reserve(p.slot, len(p.prompt) + max_new, keep)
@@ -149,7 +182,7 @@ class Admission:
     def _take_input(seq: Seq) -> None:
         """The session's messages take the request's (in place of a draft they replace); a draft
         appended is marked as such, anything else makes the session's messages final."""
-        session, cmd, at = seq.session, seq.command, _input_at(seq)
+        session, cmd, at = seq.session, seq.command, seq.view_at or _input_at(seq)
         finalised = session.draft is not None and isinstance(cmd, Generate) and not seq.msgs
         del session.history[at.messages :]
         session.history += seq.msgs
@@ -225,7 +258,9 @@ class Admission:
             if session.draft is not None:  # a failed draft is withdrawn: the final words come anyway
                 del session.history[session.draft.messages :]
                 session.draft = None
-            session.pending = self.template.encode(session.history).ids  # rebuild next time
+            system = [m for m in session.history[:1] if m.role == "system"]
+            view = system + session.history[session.window_start:] if session.window_start else session.history
+            session.pending = self.template.encode(view).ids  # rebuild next time (its view, if it slid)
             session.reply_at = None
 
     def truncate_reply(self, session: Session, text: str) -> None:

@@ -18,7 +18,7 @@ from desktop.protocol import (
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Phase, Seq
 from desktop.workers.stats import finish_stats
-from desktop.workers.tokenizer_stage import Prepared, check_raw
+from desktop.workers.tokenizer_stage import Prepared, chat_chars, check_raw
 
 log = logging.getLogger(__name__)
 REQUESTS = (Chat, CreateSession, AppendInput, Generate)
@@ -88,10 +88,11 @@ class CommandIntake:
         if isinstance(cmd, (Chat, Generate)):
             seq.params = as_params(cmd.params)
         if isinstance(cmd, Chat):
-            if prepared is not None:
-                seq.msgs, seq.encoded = prepared.msgs, prepared.encoded
-            else:
-                seq.msgs = parse_messages(cmd.messages, limit)
+            if cmd.overflow not in ("slide", "error"):
+                raise InvalidRequest('Chat.overflow must be "slide" or "error".')
+            if prepared is None:  # read here (the stage did not); tokenised, and slid, at admission
+                prepared = Prepared(parse_messages(cmd.messages, limit, chat_chars(cmd)), None)
+            seq.msgs, seq.encoded, seq.window_start = prepared.msgs, prepared.encoded, prepared.start
             if cmd.raw:
                 check_raw(seq.msgs)
         elif isinstance(cmd, CreateSession):

@@ -3,12 +3,13 @@ a request sends (PrefillProgress, PrefillDone, ChunkEvent, Done, ErrorEvent) wit
 
 from __future__ import annotations
 
+import itertools
 from typing import Callable
 
 from desktop.errors import OmnideskError
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.detok import StreamDecoder
-from desktop.protocol import ChunkEvent, Done, ErrorEvent, Event, FinishReason, PrefillDone, PrefillProgress
+from desktop.protocol import ChunkEvent, Done, ErrorEvent, Event, FinishReason, MatchKind, PrefillDone, PrefillProgress
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Seq
 from desktop.workers.stats import WorkerCounters, finish_stats
@@ -32,7 +33,8 @@ class Output:
     def prefill_done(self, seq: Seq) -> None:
         seq.t_prefilled = self.clock()
         p = seq.placement
-        self.emit(PrefillDone(seq.request_id, seq.num_prompt, p.cached, p.kind, seq.prefill_ms, p.slot.index, p.miss_reason))
+        self.emit(PrefillDone(seq.request_id, seq.num_prompt, p.cached, p.kind, seq.prefill_ms, p.slot.index, p.miss_reason,
+                              seq.window_start, _slid(seq)))
 
     def accept(self, seq: Seq, token: int) -> str | None:
         """Take a sampled token: stream its text; return a finish reason when the sequence ends."""
@@ -70,3 +72,15 @@ class Output:
     def error(self, seq: Seq, err: OmnideskError) -> None:
         self.counters.errors += 1
         self.emit(ErrorEvent(seq.request_id, err.code, err.message, err.retryable))
+
+
+def _slid(seq: Seq) -> bool:
+    """A chat's view after a slide was built this turn: its KV did not hold the first message the
+    model sees after the system prompt (the rebuild starts from the system prompt's KV)."""
+    p = seq.placement
+    if seq.session is not None or not seq.window_start:
+        return seq.slid
+    system = sum(1 for _ in itertools.takewhile(lambda m: m.role == "system", seq.msgs))
+    if p.bounds is None or len(p.bounds) <= system:
+        return p.kind not in (MatchKind.HIT.value, MatchKind.EXTEND.value)
+    return p.cached < p.bounds[system]

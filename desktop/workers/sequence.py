@@ -42,6 +42,7 @@ class Session:
     busy: str | None = None  # request id running in this session
     reply_at: int | None = None  # where the last message, a generated reply, starts in slot.ids + pending
     draft: Mark | None = None  # where the draft (provisional messages the next input replaces) starts
+    window_start: int = 0  # the first message of history its KV holds after the system prompt (0: all; slide.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,9 @@ class Seq:
     params: SamplingParams | None = None
     msgs: tuple[Message, ...] = ()
     encoded: Encoded | None = None  # the msgs' canonical ids, if the tokenizer stage made them (until admission)
+    window_start: int = 0  # a chat past the window: its first message the model still sees after the system prompt (slide.py)
+    slid: bool = False  # a session's view was rebuilt for this request (its oldest messages left it)
+    view_at: Mark | None = None  # after that rebuild: where the request's messages start in the session's new ids
     session: Session | None = None
     placement: Placement | None = None  # set once, at admission
     num_kv: int = 0  # ids of prompt + generated in the slot's KV

@@ -17,7 +17,9 @@ from typing import Callable
 from desktop.errors import InvalidRequest
 from desktop.protocol import Chat, Command, CreateSession, Reset, Shutdown, Stop
 from desktop.model.chat_template import ChatTemplate, Encoded
-from desktop.model.messages import Message, parse_messages
+from desktop.model.messages import MAX_CHARS, Message, parse_messages
+from desktop.model.params import as_params
+from desktop.workers.slide import view_start
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +27,45 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """What the stage made of one request: its messages, read and checked as the loop reads them
-    (parse_messages, the same limit), and their canonical ids (ChatTemplate.encode)."""
+    (parse_messages, the same limit), and their canonical ids (ChatTemplate.encode). A chat past
+    the window that slides: the messages the model still sees and `start`, the index of the first
+    after the system prompt in the request's messages (0: it sees them all; see fit_view)."""
 
     msgs: tuple[Message, ...]
     encoded: Encoded
+    start: int = 0
+
+
+def chat_chars(cmd: Chat) -> int | None:
+    """The total characters a chat may carry: a conversation that slides may be longer than the
+    window as a whole (each message still within `max_chars`)."""
+    return MAX_CHARS if cmd.overflow == "slide" and not cmd.raw else None
+
+
+def fit_view(template: ChatTemplate, msgs: tuple[Message, ...], encoded: Encoded | None, window: int,
+             max_tokens: int) -> Prepared:
+    """The view of a sliding chat (workers/slide.py over each message's tokens): the system prompt
+    and the messages from the first one the model still sees. The reserve is the reply prompt and
+    the reply, at most a quarter of the window (a longer reply is cut where the window ends)."""
+    encoded = encoded if encoded is not None else template.encode(msgs)
+    reserve = len(template.gen_prompt_ids) + min(max(max_tokens, 0), window // 4)
+    if len(encoded.ids) + reserve <= window:
+        return Prepared(msgs, encoded)
+    start = view_start(_lengths(msgs, encoded), [m.role for m in msgs], reserve, window)
+    if not start:
+        return Prepared(msgs, encoded)
+    system = next((i for i, m in enumerate(msgs) if m.role != "system"), len(msgs))
+    visible = msgs[:system] + msgs[start:]
+    return Prepared(visible, template.encode(visible), start)
+
+
+def _lengths(msgs: tuple[Message, ...], encoded: Encoded) -> list[int]:
+    """Each message's tokens: from the message bounds, or (a template that is not append-only has
+    none) the ids shared out by characters, which is as deterministic."""
+    if encoded.bounds is not None and len(encoded.bounds) == len(msgs):
+        return [b - a for a, b in zip([0, *encoded.bounds[:-1]], encoded.bounds)]
+    chars = [len(m.content) + 1 for m in msgs]
+    return [len(encoded.ids) * c // sum(chars) for c in chars]
 
 
 def encode_raw(template: ChatTemplate, msgs: tuple[Message, ...]) -> Encoded:
@@ -52,8 +89,8 @@ class TokenizerStage:
     step the worker themselves) a command is prepared on the caller's thread; after it, on the
     stage's thread. Stop, Shutdown and Reset never wait behind a long tokenisation."""
 
-    def __init__(self, template: ChatTemplate, forward: Forward, max_chars: int) -> None:
-        self.template, self.forward, self.max_chars = template, forward, max_chars
+    def __init__(self, template: ChatTemplate, forward: Forward, max_chars: int, window: int = 0) -> None:
+        self.template, self.forward, self.max_chars, self.window = template, forward, max_chars, window
         self._queue: deque[tuple[Command, float]] = deque()
         self._busy: tuple[Command, float] | None = None  # being prepared on the stage thread
         self._busy_sent = False  # it was sent on early (a Stop or Shutdown flushed the stage)
@@ -138,7 +175,10 @@ class TokenizerStage:
         command is wrong, the loop reads it again and refuses it with the reason."""
         try:
             if isinstance(cmd, Chat):
-                msgs = parse_messages(cmd.messages, self.max_chars)
+                msgs = parse_messages(cmd.messages, self.max_chars, chat_chars(cmd))
+                if cmd.overflow == "slide" and self.window and not cmd.raw:
+                    return fit_view(self.template, msgs, self.template.encode(msgs), self.window,
+                                    as_params(cmd.params).max_tokens)
             elif isinstance(cmd, CreateSession) and isinstance(cmd.system, str) and cmd.system:
                 msgs = parse_messages([{"role": "system", "content": cmd.system}], self.max_chars)
             else:

@@ -49,7 +49,7 @@ class Worker:
         self.out = Output(self.scheduler, template, emit, clock, self.counters, PROGRESS_S)
         self.intake = CommandIntake(self.scheduler, loaded.context_length, emit, clock, self._finish, self._fail)
         # commands reach the inbox through the tokenizer stage: ids are made before the loop sees them
-        self.stage = TokenizerStage(template, self.intake.put, char_limit(loaded.context_length))
+        self.stage = TokenizerStage(template, self.intake.put, char_limit(loaded.context_length), loaded.context_length)
 
     # ------------------------------------------------------------------ surface used by hosts
 

@@ -91,7 +91,10 @@ def test_a_huge_message_is_refused_before_any_tokenizing_naming_the_limit() -> N
                 gw.chat([user("x" * 10_000_000)])
             assert time.perf_counter() - t0 < 0.2
             assert "16,384" in err.value.message and "2,048" in err.value.message
-            with pytest.raises(ContextOverflow, match="16,384"):  # the whole request counts too
-                gw.chat([user("y" * 9_000), user("z" * 9_000)])
+            with pytest.raises(ContextOverflow, match="16,384"):  # the whole request counts too (no slide)
+                gw.chat([user("y" * 9_000), user("z" * 9_000)], overflow="error")
             assert not host.commands
+            gw.chat([user("y" * 9_000), user("z" * 9_000)])  # sliding, the oldest messages leave the model's view
+            await asyncio.sleep(0.05)
+            assert host.commands
     run(main())

@@ -83,7 +83,7 @@ def test_a_full_window_says_so_without_continue(tmp_path, qtbot, aloop, screensh
     aloop.run(say(page, "Tell me a story"))
     line = limit_line(page)
     assert line.startswith("The conversation has filled the model's window (8,192 tokens).")
-    assert "new conversation" in line and "edit an earlier message" in line
+    assert "forget the oldest" in line and "Settings" in line  # the next message slides (issue 22), unless told to stop
     assert not page.view.widgets()[-1].limit_row.continue_button.isVisibleTo(page)
     assert "cut: the model's window is full" in page.view.widgets()[-1].badge.text()
     qtbot.wait(30)
@@ -109,8 +109,8 @@ def gateway(two_slot_gateway):
 def test_a_message_refused_by_a_full_window_goes_back_and_never_piles_up(gateway, tmp_path, qtbot, aloop,
                                                                          screenshot):
     """On the tiny model (2,048-token window): a long message leaves room for a few tokens, its reply
-    is cut by the window; each short message after it goes back into the text box."""
-    page = make_page(gateway, tmp_path, Settings(temperature=0.0, max_tokens=64), qtbot)
+    is cut by the window; with "Stop and tell me" each short message after it goes back into the text box."""
+    page = make_page(gateway, tmp_path, Settings(temperature=0.0, max_tokens=64, context_overflow="stop"), qtbot)
     from desktop.model.loader import ModelSpec, load_model
     from desktop.model.messages import Message
 

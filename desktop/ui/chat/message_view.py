@@ -19,6 +19,7 @@ from desktop.chat.conversations import INTERRUPTED, StoredMessage
 from desktop.chat.branches import position
 from desktop.ui.chat.message_widget import MessageWidget
 from desktop.ui.chat.notice import TurnNotice
+from desktop.ui.chat.window_view import WindowMark
 from desktop.ui.style import CONTENT_MAX_WIDTH, muted
 
 EMPTY_HINT = ("<p style='font-size:15pt'>Start a conversation</p>"
@@ -66,6 +67,9 @@ class MessageView(QScrollArea):
         self._notice: TurnNotice | None = None
         self._busy = False
         self._words: list[str] = []  # highlighted in every message (a search's words)
+        self.window_mark = WindowMark()  # above the first message the model still sees (after a slide)
+        self.window_mark.hide()
+        self._first_seen = 0
         self._hint = QLabel(EMPTY_HINT)
         self._hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._hint.setWordWrap(True)
@@ -93,6 +97,7 @@ class MessageView(QScrollArea):
     def set_messages(self, messages: Sequence[StoredMessage]) -> None:
         """Show a conversation from the start (scrolled to its end): its last PAGE messages."""
         self.clear_notice()
+        self.mark_first_seen(0)
         for widget in self._widgets:
             widget.setParent(None)
             widget.deleteLater()
@@ -103,6 +108,17 @@ class MessageView(QScrollArea):
             self.add(m)
         self._follow = True
         self._refresh()
+
+    def mark_first_seen(self, index: int) -> None:
+        """Put the divider above message `index`, the first the model still sees (0: none)."""
+        self._first_seen = index
+        self._list.removeWidget(self.window_mark)
+        widget = self.widget_at(index) if index > 0 else None
+        if widget is None:
+            self.window_mark.hide()
+            return
+        self._list.insertWidget(self._list.indexOf(widget), self.window_mark)
+        self.window_mark.show()
 
     def append(self, role: str, text: str, stats: dict[str, Any] | None = None, *,
                interrupted: bool = False, images: Sequence[str] = ()) -> MessageWidget:
@@ -159,6 +175,8 @@ class MessageView(QScrollArea):
             self._list.insertWidget(_FIRST_ROW + i, widget)
             built.append(widget)
         self._widgets[:0] = built
+        if self._first_seen:
+            self.mark_first_seen(self._first_seen)  # its message may be drawn only now
         self._refresh()
         self.earlier_shown.emit()
         return len(built)

@@ -62,6 +62,8 @@ def too_long(detail: str, message_chars: int, request_chars: int, alone: bool) -
             return f"This message is too long for the model ({message_chars:,} characters; the limit is {chars.group(2)})."
         return "This message is too long for the model." if alone else None
     total, limit = m
+    if detail.startswith("The last message is too long") and not alone:  # refused although the oldest messages were forgotten
+        return f"This message is too long for the model: even alone it takes {total:,} tokens; the limit is {limit:,}."
     tokens = round(total * message_chars / max(request_chars, 1))
     if tokens <= limit and not alone:
         return None

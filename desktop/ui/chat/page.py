@@ -20,6 +20,7 @@ from desktop.speech.voice import Voice
 from desktop.protocol.engine import EngineApi
 from desktop.settings import Settings
 from desktop.ui.chat.composer import Composer
+from desktop.ui.chat.window_view import WindowMeter, window_use
 from desktop.ui.chat.conversation_actions import ConversationActions
 from desktop.ui.chat.conversation_list import ConversationList
 from desktop.ui.chat.editing import Editing
@@ -37,7 +38,7 @@ TYPING_PAUSE_MS = 500  # typing stopped this long: the draft is prefilled (draft
 
 
 def lay_out(conversations: QWidget, preset_bar: QWidget, view: QWidget, banner: QWidget,
-            composer: QWidget) -> QSplitter:
+            composer: QWidget, meter: QWidget | None = None) -> QSplitter:
     """The list on the left; on the right the system prompt, the messages, the queue banner and
     the composer."""
     right = QWidget()
@@ -50,6 +51,8 @@ def lay_out(conversations: QWidget, preset_bar: QWidget, view: QWidget, banner: 
     bottom.setContentsMargins(16, 6, 16, 12)
     bottom.setSpacing(6)
     bottom.addWidget(banner)
+    if meter is not None:
+        bottom.addWidget(meter)
     bottom.addWidget(composer)
     column.addLayout(bottom)
     splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -91,12 +94,13 @@ class ChatPage(QWidget):
         self.view = MessageView()
         self.queue_banner = QueueBanner()
         self.composer = Composer(supports_images)
+        self.meter = WindowMeter()
         self.speech = ChatVoice(self.view, settings().voice_enabled, self, self.presets)
         self.composer.add_tool(self.speech.button)
         self._build_parts()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(lay_out(self.conversations, self.preset_bar, self.view, self.queue_banner, self.composer))
+        layout.addWidget(lay_out(self.conversations, self.preset_bar, self.view, self.queue_banner, self.composer, self.meter))
         self._connect()
         self.speech.set_voice(voice)
         self.refresh_list()
@@ -109,7 +113,8 @@ class ChatPage(QWidget):
         say, shown, store, view = self.status.emit, lambda: self.conv, self.store, self.view
 
         def new_reply(conv: Conversation, **how: Any) -> Reply:  # with the gateway and settings of now
-            return Reply(self.gateway, store, conv, self.settings().sampling(), **how)
+            overflow = "error" if self.settings().context_overflow == "stop" else "slide"
+            return Reply(self.gateway, store, conv, self.settings().sampling(), overflow=overflow, **how)
 
         self.tasks = TaskSet(report_errors=True)
         self.warmer = DraftWarmer(self.gateway, self.tasks)
@@ -193,6 +198,18 @@ class ChatPage(QWidget):
 
     def refresh_list(self) -> None:
         self.actions.refresh_list()
+        self.show_window()
+
+    def show_window(self) -> None:
+        """The meter and the first message the model still sees, from the last reply's stats."""
+        use = window_use(self.conv.messages) if self.conv is not None else None
+        window = getattr(self.gateway, "context_length", lambda: 0)
+        try:
+            size = int(window() or 0)
+        except Exception:  # no engine yet ("not ready"): no meter
+            size = 0
+        self.meter.show_use(use, size)
+        self.view.mark_first_seen(use.first_seen if use is not None else 0)
 
     def rename_current(self) -> None:
         self.actions.rename_current()
@@ -343,6 +360,7 @@ class ChatPage(QWidget):
         self.speech.refresh()  # Replay on the replies whose audio is still kept
         self._preset_editable(not self.conv.messages)
         self.turns.show()  # its reply, if one is being written
+        self.show_window()
 
     def _preset_editable(self, editable: bool) -> None:
         self.preset_bar.set_conversation(self.conv.preset, self.conv.system_prompt, editable)
