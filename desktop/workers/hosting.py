@@ -34,6 +34,10 @@ class Submits(Protocol):
     def submit(self, cmd: Command) -> None: ...
 
 
+# How long closing a host waits for its worker: the Shutdown writes idle conversations to disk
+# (Worker.close gives its writer 15 s), so a host waits longer than that before it kills.
+CLOSE_S = 20.0
+
 W = TypeVar("W", bound=Submits)
 
 

@@ -18,7 +18,7 @@ from desktop.workers.child import child_main
 from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness, Watchdog
 from desktop.protocol import EventSink, WorkerHost, WorkerState, WorkerStatus
-from desktop.workers.hosting import Statuses
+from desktop.workers.hosting import CLOSE_S, Statuses
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class ProcessHost(WorkerHost):
         with self._lock:
             self._outbox.put(cmd)
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = CLOSE_S) -> None:
         self._closing = True
         if self._spawner is not None:
             self._spawner.join(timeout)  # the first child exists (or never will) before it is closed

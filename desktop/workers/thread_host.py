@@ -20,7 +20,7 @@ from desktop.workers.config import WorkerConfig
 from desktop.workers.heartbeat import Liveness, Watchdog
 from desktop.workers.load_watch import STUCK, LoadWatch
 from desktop.protocol import EventSink, WorkerHost, WorkerState
-from desktop.workers.hosting import EarlyCommands, Statuses
+from desktop.workers.hosting import CLOSE_S, EarlyCommands, Statuses
 from desktop.workers.runtime import load_worker
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class ThreadHost(WorkerHost):
     def submit(self, cmd: Command) -> None:
         self._inbox.submit(cmd)
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = CLOSE_S) -> None:
         self._closing = True
         self._watchdog.close()
         self.submit(Shutdown())

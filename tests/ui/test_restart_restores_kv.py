@@ -64,7 +64,6 @@ def _clear_in_settings(comp: Composition, qtbot) -> None:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.xfail(reason="needs the worker's disk tier (helper disk)", strict=True)
 @pytest.mark.parametrize("clear", [False, True], ids=["restored", "cleared"])
 def test_the_next_turn_after_a_restart_comes_from_disk_unless_cleared(qapp, aloop, qtbot, dirs, clear):
     comp = _started(qapp, aloop, dirs)
