@@ -126,10 +126,10 @@ class StaticRunner(Runner):
             raise OmnideskError(
                 f"This needs {need / 2**20:.0f} MiB of KV memory, more than the worker's budget of "
                 f"{self.budget / 2**20:.0f} MiB; raise the budget or use fewer slots.", code="out_of_memory")
-        rows = len(held)  # room for a few more conversations when the budget allows (fewer reshapes)
-        roomy = min(self.num_slots, pow2_at_least(rows))
-        if self.rows.rows_bytes(roomy, longest) <= self.budget:
-            rows = roomy
+        # room for more conversations, up to the next power of two of rows as far as the budget
+        # allows: with many slots a new conversation then takes a free row instead of a reshape
+        fit = self.budget // max(self.rows.rows_bytes(1, longest), 1)
+        rows = max(len(held), min(self.num_slots, pow2_at_least(len(held)), fit))
         keep = [(self.row_of[s], i, self.lens[s]) for i, s in enumerate(held) if self.row_of[s] is not None]
         self.pool.reshape(rows, pool_cap(longest, self.pool.max_len), keep)
         self.row_of = [None] * self.num_slots
