@@ -30,11 +30,11 @@ FACTS = (
     "I read that the usual advice is outdated, and I am not sure what to believe.",
     "A simple answer I can check today is worth more than a long one I cannot use.",
 )
-SHAPES = (
-    "Answer with two short paragraphs separated by a blank line, then a list of three bullet points.",
-    "Give a numbered list of four steps, then a short Python code block that sums a list of prices.",
-    "Start with one short paragraph, then a blank line, then a code block with a shell command, then a tip.",
-    "Use a heading, a short paragraph, and a bulleted list; end with a one-line code example in backticks.",
+SHAPES = (  # first in the message: the small default model follows an instruction it reads first
+    "Write a numbered list of three tips for {topic}, then a short Python code block that prints them.",
+    "Give me three tips for {topic} as a bulleted list, then a shell command in a code block.",
+    "Explain {topic} in two short paragraphs separated by a blank line, then list three key points.",
+    "Show a short Python code block about {topic}, then explain it as a numbered list.",
 )
 WORDS = (
     "the model keeps each conversation in memory so that a new turn only needs its own tokens and "
@@ -62,18 +62,18 @@ def prose(tokenize: Tokenize, tokens: int, seed: int) -> str:
 def request(tokenize: Tokenize, tokens: int, turn: int) -> str:
     """A user message of about `tokens` tokens asking, in its own words, for paragraph breaks,
     lists and code (the shapes that tokenise differently once generated)."""
-    topic = TOPICS[turn % len(TOPICS)]
-    head = f"Question {turn}: I need help with {topic}."
-    tail = SHAPES[turn % len(SHAPES)]
-    parts, n, k = [head], _count(tokenize, head) + _count(tokenize, tail), 0
-    while n < tokens and k < 3 * len(FACTS):
+    head = SHAPES[(turn + turn // len(TOPICS)) % len(SHAPES)].format(topic=TOPICS[turn % len(TOPICS)])
+    parts, n = [head], _count(tokenize, head)
+    for k in range(len(FACTS)):
         fact = FACTS[(turn * 3 + k) % len(FACTS)]
-        n += _count(tokenize, fact)
+        more = _count(tokenize, fact)
+        if n + more > tokens:
+            break
+        n += more
         parts.append(fact)
-        k += 1
-    if n < tokens:  # a long wish: fill with prose
+    if n < tokens - 8:  # a long wish: fill with prose
         parts.append(prose(tokenize, tokens - n, turn))
-    return " ".join(parts + [tail])
+    return " ".join(parts)
 
 
 def shaped(text: str) -> dict[str, bool]:

@@ -101,6 +101,7 @@ class Turn:
     window_start: int | None = None
     generated: int = 0
     error: str = ""
+    reply: str = ""  # its first words (progress)
     shapes: dict = dataclasses.field(default_factory=dict)
 
     @property
@@ -124,7 +125,7 @@ async def follow(stream, turn: Turn, t0: float) -> Done | None:
             done = event
             turn.ttft_ms, turn.generated = event.stats.ttft_ms, event.stats.generated_tokens
             turn.input, turn.cached = turn.input or event.stats.input_tokens, turn.cached or event.stats.cached_tokens
-            turn.shapes = shaped(event.text)
+            turn.shapes, turn.reply = shaped(event.text), event.text[:60]
         elif isinstance(event, ErrorEvent):
             turn.error = event.message
     turn.wall_s = time.perf_counter() - t0
@@ -137,7 +138,7 @@ def progress(part: str, turn: Turn, total: int) -> None:
     else:
         line = (f"ttft {turn.ttft_ms:7.1f} ms  in {turn.input:5d} cached {turn.cached:5d} new {turn.prefilled:4d} "
                 f"(must {turn.must:3d}) gen {turn.generated:3d} {turn.kind}{' SLID' if turn.slid else ''}"
-                f"{'' if turn.window_start is None else f' window@{turn.window_start}'}")
+                f"{'' if turn.window_start is None else f' window@{turn.window_start}'} {turn.reply!r}")
     print(f"{part} {turn.n:4d}/{total} {line}", file=sys.stderr, flush=True)
 
 

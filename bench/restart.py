@@ -12,8 +12,9 @@ from the shutdown to the file's rename (`snapshot_write_ms`). Restore: per repea
 (`--page-cache drop`, the default: the read comes from the disk, as after a reboot; `keep`: as
 right after a quit), answers one more question: the prefill's `kind` must be "disk". Re-prefill:
 the same request on a cold worker with the cache and the disk tier off. Each new worker first
-answers an unrelated one-line chat (first-call costs out of the way). TTFTs are the worker's
-own (submit → first token), medians over the repeats; the app's worker config otherwise.
+answers an unrelated one-line chat (first-call costs out of the way; `restart_worker_ms` is that
+start, where a restore done ahead of the request would show). TTFTs are the worker's own (submit
+→ first token), medians over the repeats; the app's worker config otherwise.
 
 A build without the disk tier, or one that wrote no snapshot at shutdown, reports `restore`
 figures as null with a `note`. The last line is JSON with the CPU and `targets` (issue 22, on
@@ -98,6 +99,9 @@ def history(lm: LoadedModel, tokens: int) -> list[Message]:
         else:
             break
         k += 1
+    short = tokens - REPLY - len(lm.template.prompt_ids(msgs))
+    if short > 0:  # the per-message markers were guessed: make up the difference in the last message
+        msgs[-1] = Message("user", msgs[-1].content + " " + prose(tok, short, 97))
     return msgs
 
 
@@ -156,9 +160,11 @@ def one_size(lm: LoadedModel, size: int, args: argparse.Namespace, cold: ServedW
             copy_snapshots(pristine, live)
             if drop:
                 drop_page_cache(live)
+            t = time.perf_counter()
             fresh = ServedWorker(lm, app, "restart")  # a new worker over the same folder: the restart
             warm_up(fresh)
-            rows[key].append(ask(fresh, f"{key}-{size}-{r}", final, conv, 1))
+            up_ms = 1000 * (time.perf_counter() - t)  # what a restore done ahead of the request would hide
+            rows[key].append(dict(ask(fresh, f"{key}-{size}-{r}", final, conv, 1), start_ms=up_ms))
             fresh.close()
         prefill.append(ask(cold, f"prefill-{size}-{r}", final, conv, 1))
     restore, restore_warm = rows["restore"], rows["restore_warm"]
@@ -169,7 +175,8 @@ def one_size(lm: LoadedModel, size: int, args: argparse.Namespace, cold: ServedW
                ttft_ram_ms=median(ram, "ttft_ms"), ttft_prefill_ms=median(prefill, "ttft_ms"),
                ttft_restore_ms=median(restore, "ttft_ms") if note is None else None,
                ttft_restore_warm_ms=median(restore_warm, "ttft_ms") if note is None else None,
-               restored_tokens=median(restore, "cached") if note is None else None)
+               restored_tokens=median(restore, "cached") if note is None else None,
+               restart_worker_ms=median(restore, "start_ms") if note is None else None)
     return out
 
 
@@ -185,7 +192,7 @@ def summary(cases: list[dict], args: argparse.Namespace, lm: LoadedModel) -> dic
         "history_tokens": pick("history_tokens"),
         "ttft_ram_ms": pick("ttft_ram_ms"), "ttft_restore_ms": pick("ttft_restore_ms"),
         "ttft_prefill_ms": pick("ttft_prefill_ms"), "ttft_restore_warm_cache_ms": pick("ttft_restore_warm_ms"),
-        "restored_tokens": pick("restored_tokens"),
+        "restored_tokens": pick("restored_tokens"), "restart_worker_ms": pick("restart_worker_ms"),
         "restore_speedup": {k: ratio(c["ttft_prefill_ms"], c["ttft_restore_ms"]) for k, c in by.items()},
         "restore_over_ram": {k: ratio(c["ttft_restore_ms"], c["ttft_ram_ms"]) for k, c in by.items()},
         "restore_speedup_4k": ratio(four.get("ttft_prefill_ms"), four.get("ttft_restore_ms")),
@@ -243,7 +250,7 @@ def main(argv: list[str] | None = None) -> dict:
                   file=sys.stderr, flush=True)
         cold.close()
     out = summary(cases, args, lm)
-    out["cases"] = [{k: ([{f: r[f] for f in ("ttft_ms", "client_ttft_ms", "kind", "input", "cached")} for r in v]
+    out["cases"] = [{k: ([{f: r[f] for f in ("ttft_ms", "client_ttft_ms", "kind", "input", "cached", "start_ms") if f in r} for r in v]
                          if isinstance(v, list) else v) for k, v in c.items()} for c in cases]
     print(json.dumps(out))
     return out
