@@ -132,14 +132,15 @@ async def follow(stream, turn: Turn, t0: float) -> Done | None:
     return done
 
 
-def progress(part: str, turn: Turn, total: int) -> None:
+def progress(part: str, turn: Turn, total: int, elapsed: float) -> None:
     if turn.error:
         line = f"ERROR {turn.error}"
     else:
         line = (f"ttft {turn.ttft_ms:7.1f} ms  in {turn.input:5d} cached {turn.cached:5d} new {turn.prefilled:4d} "
                 f"(must {turn.must:3d}) gen {turn.generated:3d} {turn.kind}{' SLID' if turn.slid else ''}"
                 f"{'' if turn.window_start is None else f' window@{turn.window_start}'} {turn.reply!r}")
-    print(f"{part} {turn.n:4d}/{total} {line}", file=sys.stderr, flush=True)
+    left = elapsed / turn.n * (total - turn.n) / 60  # at this part's pace so far
+    print(f"{part} {turn.n:4d}/{total} {line} [{elapsed / 60:.1f} min, ≈{left:.0f} min left]", file=sys.stderr, flush=True)
 
 
 async def chat_part(gw: Gateway, template: ChatTemplate, args: argparse.Namespace, system: str, params) -> dict:
@@ -155,7 +156,7 @@ async def chat_part(gw: Gateway, template: ChatTemplate, args: argparse.Namespac
         except OmnideskError as exc:  # refused at the door
             done, turn.error = None, exc.message
         turns.append(turn)
-        progress("chat", turn, args.turns)
+        progress("chat", turn, args.turns, time.perf_counter() - start)
         if done is None:
             failed += 1
             msgs.pop()  # as a failed send leaves nothing to answer
@@ -184,7 +185,7 @@ async def call_part(gw: Gateway, template: ChatTemplate, args: argparse.Namespac
             except OmnideskError as exc:
                 done, turn.error = None, exc.message
             turns.append(turn)
-            progress("call", turn, total)
+            progress("call", turn, total, time.perf_counter() - start)
             clock.advance(args.turn_every)  # the next turn comes 15 s later, whatever this one took
             if done is None:
                 failed += 1
