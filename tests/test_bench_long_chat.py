@@ -29,11 +29,13 @@ def test_long_chat_bench_runs_past_the_tiny_window(capsys):
     assert out["window"] == 2048 and out["temperature"] > 0  # the app's sampling
     chat, call = out["chat"], out["call"]
     assert chat["turns"] == 20 and call["turns"] == 20
-    assert chat["answered"] >= 8 and call["answered"] >= 8  # ≈ 200 tokens a turn: the window fills at ≈ 10
     assert call["reread_reply_tokens"] == 0  # the session holds the replies' ids: must-read == prefilled
-    assert chat["ttft_early_ms_p50"] > 0
-    if SLIDES:
-        assert chat["unanswered"] == 0 and call["unanswered"] == 0
-        assert chat["slides"] >= 1 and call["slides"] >= 1 and chat["late_over_early_ttft"] is not None
-    else:
-        assert chat["unanswered"] > 0 and "note" in chat
+    for part in (chat, call):
+        assert part["answered"] >= 8 and part["ttft_early_ms_p50"] > 0  # ≈ 200 tokens a turn: full at ≈ 10
+        if part["unanswered"]:  # a build that cannot slide (this part): said, not a crash
+            assert "note" in part and part["errors"]
+        if part["slides"]:  # slide turns apart, the late turns timed against the early ones
+            assert part["slide_ttft_ms_p50"] > 0 and part["late_over_early_ttft"] > 0
+            assert part["first_slide_turn"] == part["slide_turns"][0] > 1
+    if SLIDES:  # the chat's window slides (workers/slide.py): every turn answered
+        assert chat["unanswered"] == 0 and chat["slides"] >= 1

@@ -34,7 +34,7 @@ def test_restart_bench_runs_on_the_tiny_model(tmp_path, capsys):
         assert case["ttft_ram_ms"] > 0 and case["ttft_prefill_ms"] > 0
         if case["note"] is None:  # the disk tier: every restart restored the history from its snapshot
             assert [r["kind"] for r in case["restore"]] == ["disk", "disk"]
-            assert all(r["cached"] >= case["history_tokens"] - 8 for r in case["restore"])
+            assert all(r["cached"] >= case["ram"][-1]["cached"] for r in case["restore"])  # all the RAM slot had
             assert case["snapshot_bytes_per_token"] > 0 and case["ttft_restore_ms"] > 0
     if not out["disk_tier"]:
         assert out["restore"] is None and "disk" in out["note"]
