@@ -180,7 +180,8 @@ async def call_part(gw: Gateway, template: ChatTemplate, args: argparse.Namespac
             turn = Turn(n, clock.now(), must=must_read(template, history, user, previous))
             t0 = time.perf_counter()
             try:  # as desktop/call/replies.py: the words go in and the reply starts, in one command
-                stream = gw.generate_stream(session, dataclasses.replace(params, seed=10_000 + n), [{"role": "user", "content": user.content}])
+                words = [{"role": "user", "content": user.content}]
+                stream = gw.generate_stream(session, dataclasses.replace(params, seed=10_000 + n), words)
                 done = await follow(stream, turn, t0)
             except OmnideskError as exc:
                 done, turn.error = None, exc.message

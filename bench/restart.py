@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> dict:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     too_long = [s for s in sizes if s + 64 > lm.context_length]
     if too_long:
-        raise SystemExit(f"History of {too_long[0]:,} tokens leaves no room for a turn in {lm.name}'s {lm.context_length:,}-token window.")
+        raise SystemExit(f"History of {too_long[0]:,} tokens leaves no room for a turn in "
+                         f"{lm.name}'s {lm.context_length:,}-token window.")
     with tempfile.TemporaryDirectory(prefix="omnidesk-bench-kv-") as tmp:
         args.kv_dir = args.kv_dir or tmp
         cold = ServedWorker(lm, WorkerConfig(runner=args.runner, cache_mode="off"), "cold")  # re-prefills every time
@@ -250,8 +251,9 @@ def main(argv: list[str] | None = None) -> dict:
                   file=sys.stderr, flush=True)
         cold.close()
     out = summary(cases, args, lm)
-    out["cases"] = [{k: ([{f: r[f] for f in ("ttft_ms", "client_ttft_ms", "kind", "input", "cached", "start_ms") if f in r} for r in v]
-                         if isinstance(v, list) else v) for k, v in c.items()} for c in cases]
+    fields = ("ttft_ms", "client_ttft_ms", "kind", "input", "cached", "start_ms")
+    out["cases"] = [{k: [{f: r[f] for f in fields if f in r} for r in v] if isinstance(v, list) else v for k, v in c.items()}
+                    for c in cases]
     print(json.dumps(out))
     return out
 
