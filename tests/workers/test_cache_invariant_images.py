@@ -176,12 +176,33 @@ def test_cached_equals_uncached_with_images_m_rope(mrope_vlm, mode, num_slots, o
     cached_equals_uncached(*mrope_vlm, mode, num_slots, ops, chunk)
 
 
-def cached_equals_uncached(vlm, vlm_oracle, mode, num_slots, ops, chunk) -> None:
-    client = make_client(vlm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=chunk,
-                         prefill_budget=chunk + 8, runner="auto")
+DISK_OPS = st.one_of(OPS, st.tuples(st.just("restart"), st.booleans()))  # True: a clean Shutdown; False: the process died
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(num_slots=st.integers(1, 2), ops=st.lists(DISK_OPS, min_size=1, max_size=7), chunk=st.sampled_from([8, 64]))
+def test_cached_equals_uncached_with_images_across_disk_and_restarts(request, tmp_path_factory, num_slots, ops, chunk):
+    """With the disk tier: conversations with images leave RAM (few slots, restarts of the worker
+    at random points) and come back from their snapshots — image spans and M-RoPE places
+    included — with output equal to the uncached run, on the LLaVA-style and the M-RoPE model."""
+    for name in ("vlm", "qwen2vl"):
+        lm, oracle = _with_oracle(request, name)
+        cached_equals_uncached(lm, oracle, "imc+spc", num_slots, ops, chunk, kv_dir=str(tmp_path_factory.mktemp("kv")))
+
+
+def cached_equals_uncached(vlm, vlm_oracle, mode, num_slots, ops, chunk, kv_dir: str = "") -> None:
+    config = dict(num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=chunk,
+                  prefill_budget=chunk + 8, runner="auto", kv_dir=kv_dir)
+    client = make_client(vlm, **config)
     convs: list[list[Message]] = [[Message("system", "You are a helpful assistant.")], []]
     pictures = lambda picked: [IMAGES[i] for i in picked]  # noqa: E731
+    restored = 0
     for n, op in enumerate(ops):
+        if op[0] == "restart":
+            if op[1]:
+                client.worker.close()
+            client = make_client(vlm, **config)
+            continue
         if op[0] == "both":
             requests = [request_for(("turn", i, *op[1 + 2 * i : 3 + 2 * i]), convs[i], pictures=pictures) for i in (0, 1)]
             events = run_all(client, [Chat(f"r{n}.{i}", tuple(m), SamplingParams(max_tokens=MAX)) for i, m in enumerate(requests)])
@@ -195,7 +216,21 @@ def cached_equals_uncached(vlm, vlm_oracle, mode, num_slots, ops, chunk) -> None
         msgs = request_for(op, conv, pictures=pictures)
         done = chat(client, f"r{n}", msgs, MAX)
         assert list(done.token_ids) == vlm_oracle.chat(msgs, MAX), (mode, op, done.stats)
+        restored += done.stats.kind == MatchKind.DISK
         conv.append(Message("assistant", done.text))
+    if kv_dir:
+        client.worker.close()
+        _RESTORES.append(restored)
+
+
+_RESTORES: list[int] = []  # restores per example of the disk test (the test below checks some happened)
+
+
+def test_the_disk_property_test_restored_images():
+    """The property test above is not vacuous: some of its turns came back from disk."""
+    if not _RESTORES:
+        pytest.skip("the disk property test did not run in this session")
+    assert sum(_RESTORES) > 0, _RESTORES
 
 
 def test_text_follow_up_does_not_encode_the_image_again(vlm, vlm_oracle, tower_calls):
