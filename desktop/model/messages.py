@@ -213,11 +213,16 @@ def _fields(extras: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_tool_rounds(messages: Sequence[Message]) -> None:
-    """Every tool message answers a call made by an earlier assistant message."""
+    """Every tool message answers a call of the assistant turn before it: by its id where that
+    turn's calls are given as tool_calls; a turn whose calls are in its text as the model generated
+    them (the API renders known calls that way, so the slot's KV still matches) has no ids to check."""
     made: set[str] = set()
+    free = False
     for i, m in enumerate(messages):
-        made.update(call[0] for call in m.tool_calls)
-        if m.role == "tool" and m.tool_call_id not in made:
+        if m.role == "assistant":
+            made.update(call[0] for call in m.tool_calls)
+            free = not m.tool_calls
+        if m.role == "tool" and m.tool_call_id not in made and not free:
             raise InvalidRequest(f"Message {i + 1}: tool_call_id {_short(m.tool_call_id)} answers no tool call "
                                  "made by an earlier assistant message.")
 
