@@ -3,6 +3,11 @@ embedded model (or `--model tiny`), as an agent runs one: each round the model m
 (tool_choice "required": the call is constrained to the function's schema), the tool answers with
 about 200 tokens of text, and the whole conversation goes back with the result.
 
+The system prompt is an agent's long instruction block (--system-words, about 1,800 tokens by
+default, as coding and research agents send): with tool results of 200 tokens the cached share of a
+round's prompt can only reach 0.9 once the history is ten times a result, so a short system prompt
+would measure arithmetic, not the cache; `new_tokens_max` says what each round prefilled anyway.
+
 Measured (the last line is JSON):
 - cached_fraction_min: the lowest share of a round's prompt served from the KV, from round 2 on
   (usage.prompt_tokens_details.cached_tokens ÷ prompt_tokens; target ≥ 0.9);
@@ -38,6 +43,15 @@ LONG = {"type": "object", "properties": {"notes": {"type": "array", "minItems": 
     "type": "string", "minLength": 24, "maxLength": 40}}}, "required": ["notes"], "additionalProperties": False}
 WORDS = ("tea grows on steep hills where mist keeps the leaves tender and pickers climb at dawn "
          "to take the two top leaves and a bud before the sun turns them bitter").split()
+
+
+def system_prompt(words: int) -> str:
+    """SYSTEM, then numbered working rules up to about `words` words."""
+    rules, n = [SYSTEM], 0
+    while sum(len(r.split()) for r in rules) < words:
+        n += 1
+        rules.append(f"Rule {n}: " + " ".join(WORDS[(n * 3 + i) % len(WORDS)] for i in range(12)) + ".")
+    return "\n".join(rules)
 
 
 def page_text(page: int, words: int = 150) -> str:
@@ -87,11 +101,11 @@ class Kept:
         await self.stream.aclose()
 
 
-async def agent(url: str, model: str, rounds: int, kept: list[Any]) -> list[dict[str, Any]]:
+async def agent(url: str, model: str, rounds: int, kept: list[Any], system: str) -> list[dict[str, Any]]:
     from openai import AsyncOpenAI
 
     client = AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0, timeout=600)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                       {"role": "user", "content": "Read my notebook and tell me what it says about tea."}]
     rows = []
     try:
@@ -161,7 +175,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     status = await server.start("127.0.0.1", 0)
     assert status.state is ApiState.LISTENING, status
     try:
-        rows = await agent(status.url, args.model, args.rounds, kept.stats)
+        rows = await agent(status.url, args.model, args.rounds, kept.stats, system_prompt(args.system_words))
         ratio = await decode_ratio(gw, args.pairs)
     finally:
         await server.stop()
@@ -170,6 +184,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     return {"rounds": rows, **ratio,
             "cached_fraction_min": round(min(r["cached"] / r["prompt"] for r in later), 3) if later else None,
             "ttft_round10_over_round2": round(rows[-1]["ttft_ms"] / rows[1]["ttft_ms"], 3) if len(rows) > 1 else None,
+            "new_tokens_max": max((r["prompt"] - r["cached"] for r in later), default=None),
             "valid_tool_calls": sum(r["valid"] for r in rows), "of": len(rows)}
 
 
@@ -177,6 +192,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="default", help='"default" (the embedded model) or "tiny"')
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--system-words", type=int, default=1300, help="the system prompt's length in words")
     parser.add_argument("--pairs", type=int, default=3, help="grammar / no grammar decode pairs")
     args = parser.parse_args()
     out = asyncio.run(bench(args))
