@@ -73,7 +73,7 @@ def with_tools(conv: list[Message], which: int) -> None:
 
 
 @pytest.mark.parametrize("runner", ["hf", "static"])
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mode=st.sampled_from(["imc+spc", "imc", "off"]), num_slots=st.integers(1, 2), ops=st.lists(OPS, min_size=1, max_size=7))
 def test_tool_rounds_cached_equal_uncached(tiny_lm, masked, mode, num_slots, ops, runner):
     client = make_client(tiny_lm, num_slots=num_slots, cache_mode=mode, cache_min_tokens=8, prefill_chunk=16,
