@@ -9,7 +9,7 @@ import asyncio
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from fastapi import FastAPI, Request
@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from desktop.api import completions, schemas
+from desktop.api import completions, schemas, tooling
 from desktop.api.errors import ApiError, from_exception, no_model
 from desktop.api.metrics import Metrics
 from desktop.api.model_ids import answers_to, check_model, not_found
@@ -25,6 +25,7 @@ from desktop.api.guard import GuardRequests
 from desktop.api.limits import Limits
 from desktop.api.middleware import CountResponses, LocalHostOnly
 from desktop.api.replies import EventStream, reply_events, reply_json
+from desktop.api.tool_replies import finish_json, tool_events
 from desktop.errors import OmnideskError, QueueFullError
 from desktop.model.image_door import check_count, count_images, decode_images
 from desktop.model.params import SamplingParams
@@ -70,6 +71,8 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
             raise no_model(loading())
         return eng
 
+    calls = tooling.CallMemory()  # the generated text of the tool calls returned (tool rounds hit the KV)
+
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         eng = engine()
@@ -87,11 +90,14 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         eng = current()
         check_model(body.model, eng.model, eng.aliases)
         body.refuse_unsupported()
-        messages = body.chat_messages(eng.supports_images, eng.model)
+        plan = tooling.plan_of(body)
+        messages = tooling.tool_messages(body.chat_messages(eng.supports_images, eng.model), plan, calls)
         if count_images(messages):  # counted here; checked and decoded on a thread, never on the loop
             check_count(messages)
             messages = await asyncio.to_thread(decode_images, messages)
         params = body.params(eng.defaults, eng.gateway.context_length())
+        if plan.grammar:
+            params = replace(params, grammar=plan.grammar)
         try:
             stream = eng.gateway.chat(messages, params, origin="api", overflow=body.overflow())
         except QueueFullError as err:
@@ -99,9 +105,11 @@ def make_app(engine: EngineSource, *, key: str | None = None, loading: Callable[
         cid, created = f"chatcmpl-{stream.request_id}", int(time.time())
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))
-            return EventStream(reply_events(stream, cid, eng.model, created, usage),
-                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        return JSONResponse(await reply_json(stream, request, cid, eng.model, created))
+            events = (tool_events(stream, cid, eng.model, created, usage, plan, calls) if plan.parses
+                      else reply_events(stream, cid, eng.model, created, usage))
+            return EventStream(events, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        result = await reply_json(stream, request, cid, eng.model, created)
+        return JSONResponse(finish_json(result, plan, calls) if plan.parses else result)
 
     completions.add_routes(app, current, retry_after)
 

@@ -14,7 +14,8 @@ from desktop.model.params import MAX_TOKENS, SamplingParams
 from desktop.protocol import TokenStats
 
 IMAGE_PARTS = ("image_url", "input_image", "image")
-UNSUPPORTED_ROLES = ("tool", "function")
+UNSUPPORTED_ROLES = ("function",)  # the old function-calling role; tools use "tool"
+TOOL_KEYS = ("tool_calls", "tool_call_id", "name")
 
 
 class ChatRequest(BaseModel):
@@ -37,16 +38,16 @@ class ChatRequest(BaseModel):
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     logprobs: bool | None = None
-    tools: list[Any] | None = None
-    response_format: dict[str, Any] | None = None
+    tools: Any = None  # checked by api/tooling.py, whose errors name the field
+    tool_choice: Any = None
+    parallel_tool_calls: Any = None
+    response_format: Any = None
     truncation: str | None = None  # OpenAI Responses' word: "auto" (default here: the oldest messages slide out) or "disabled"
 
     def refuse_unsupported(self) -> None:
         """400 for what this server cannot do, rather than silently doing something else."""
         if self.n not in (None, 1):
             raise ApiError(400, "Only one choice per request is supported: n must be 1.", param="n")
-        if self.tools:
-            raise ApiError(400, "Tools (function calling) are not supported by this server.", param="tools")
         if self.logprobs:
             raise ApiError(400, "logprobs are not supported by this server.", param="logprobs")
         for name in ("presence_penalty", "frequency_penalty"):
@@ -56,9 +57,6 @@ class ChatRequest(BaseModel):
         if self.truncation not in (None, "auto", "disabled"):
             raise ApiError(400, 'truncation must be "auto" (the oldest messages leave the model\'s view when the '
                            'conversation is longer than its window) or "disabled" (an error instead).', param="truncation")
-        if self.response_format and self.response_format.get("type", "text") != "text":
-            raise ApiError(400, "Only text responses are supported: response_format.type must be \"text\".",
-                           param="response_format")
 
     def overflow(self) -> str:
         """Past the model's window: slide (the default) unless the request says "disabled"."""
@@ -99,8 +97,8 @@ class ChatRequest(BaseModel):
         for i, m in enumerate(self.messages):
             role, content = m.get("role"), m.get("content")
             if role in UNSUPPORTED_ROLES:
-                raise ApiError(400, f"Message {i + 1}: {role} messages are not supported (no function calling).",
-                               param=f"messages[{i}].role")
+                raise ApiError(400, f"Message {i + 1}: {role} messages are not supported; use tools and "
+                               "tool messages.", param=f"messages[{i}].role")
             if role == "developer":
                 role = "system"
             if content is None and role == "assistant":
@@ -111,7 +109,7 @@ class ChatRequest(BaseModel):
                     raise ApiError(400, f"Message {i + 1} contains an image, but the current model ({model}) "
                                    "reads text only. Choose a vision model in Omnidesk's settings, or send text.",
                                    param=f"messages[{i}].content", code="image_not_supported")
-            out.append({"role": role, "content": content})
+            out.append({**{k: m[k] for k in TOOL_KEYS if m.get(k) is not None}, "role": role, "content": content})
         return out
 
 

@@ -32,6 +32,7 @@ from desktop.model.chunks import Chunk, ChunkMemo, ControlTokens
 from desktop.model.images import NO_IMAGES
 from desktop.model.messages import Message, prefix_hashes
 from desktop.model.tiny import CHATML_TEMPLATE
+from desktop.model.tool_render import renders_tools, with_tools
 
 
 _SENTINEL = "\u2063OMNIDESK\u2063"
@@ -60,6 +61,7 @@ class ChatTemplate:
         self.control = ControlTokens(tokenizer)
         self.memo = memo or ChunkMemo()
         self.eos_ids = self._eos_ids()
+        self.native_tools = renders_tools(tokenizer)  # else: a Hermes tools block (tool_render.py)
         probe = [Message("user", "x")]
         self.gen_prompt = self.render(probe, add_generation_prompt=True)[len(self.render(probe)) :]
         turn = self.delta_text(probe, [Message("assistant", _SENTINEL)])
@@ -95,9 +97,10 @@ class ChatTemplate:
         else:  # vision templates take content as parts
             dicts = [{"role": m.role, "content": [{"type": "image"} for _ in m.images] + [{"type": "text", "text": mark(m.content)}]}
                      for m in messages]
+        dicts, tools = with_tools(messages, dicts, self.native_tools)
         try:
             return self.tokenizer.apply_chat_template(
-                dicts, tokenize=False, add_generation_prompt=add_generation_prompt
+                dicts, tools=tools, tokenize=False, add_generation_prompt=add_generation_prompt
             )
         except Exception as exc:  # jinja raises its own exceptions for role order rules etc.
             raise InvalidRequest(f"The model's chat template refused these messages: {exc}") from exc

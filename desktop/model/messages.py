@@ -3,7 +3,12 @@ checked before any tokenizing), and the canonical form used for hashing.
 
 Content is text, or OpenAI-style parts: text parts, and image parts in user messages (see
 images.image_part). A message's images come first, then its text (the way chat apps attach them);
-whether the model can see them is the chat template's check (chat_template.ChatTemplate)."""
+whether the model can see them is the chat template's check (chat_template.ChatTemplate).
+
+Tool rounds: an assistant message may carry `tool_calls` (id, name, arguments as JSON text), a
+tool message answers one by its `tool_call_id`; the tools offered ride on the first message
+(`tools`, their JSON), so they are part of every prefix hash: a slot rendered with other tools is
+never matched."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from desktop.errors import ContextOverflow, InvalidRequest
 from desktop.model.image_door import check_count
 from desktop.model.images import MAX_IMAGES, ImageData, image_part
 
-ROLES = ("system", "user", "assistant")
+ROLES = ("system", "user", "assistant", "tool")
 CHARS_PER_TOKEN = 8  # generous: text averages about 4 characters per token
 MAX_CHARS = 2_000_000  # per request whatever the context: tokenizing more would take seconds
 
@@ -50,6 +55,10 @@ class Message:
     role: str
     content: str
     images: tuple[ImageData, ...] = ()
+    tool_calls: tuple[tuple[str, str, str], ...] = ()  # assistant: (id, name, arguments JSON text)
+    tool_call_id: str = ""  # tool: the call it answers
+    name: str = ""  # tool: the function's name (optional)
+    tools: str = ""  # first message: the tools offered, as JSON text ("" for none)
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, str) or self.role not in ROLES:
@@ -66,13 +75,33 @@ class Message:
                 raise InvalidRequest(f"Only user messages may carry images (a {self.role} message has {len(self.images)}).")
             if not all(isinstance(i, ImageData) for i in self.images):
                 raise InvalidRequest("Images must be checked ImageData (see desktop.model.images).")
+        if self.tool_calls and self.role != "assistant":
+            raise InvalidRequest(f"Only assistant messages may carry tool_calls (a {self.role} message has some).")
+        if self.role == "tool" and not (isinstance(self.tool_call_id, str) and self.tool_call_id):
+            raise InvalidRequest("A tool message must name the call it answers in tool_call_id.")
+        for field_ in (*(x for call in self.tool_calls for x in call), self.tool_call_id, self.name, self.tools):
+            if not isinstance(field_, str):
+                raise InvalidRequest(f"The {self.role} message's tool fields must be text (got {type(field_).__name__}).")
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """The tool fields that are set (empty for a plain message)."""
+        out: dict[str, Any] = {}
+        if self.tool_calls:
+            out["tool_calls"] = [list(c) for c in self.tool_calls]
+        for name in ("tool_call_id", "name", "tools"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        return out
 
     def canonical(self) -> bytes:
         """Stable bytes for hashing: role, content and the SHA-256 of each image (so a different
-        image is a different message)."""
-        if not self.images:
+        image is a different message), and the tool fields where set."""
+        extras = self.extras
+        if not self.images and not extras:
             return json.dumps([self.role, self.content], ensure_ascii=False).encode()
-        return json.dumps([self.role, self.content, [i.sha256.hex() for i in self.images]], ensure_ascii=False).encode()
+        out: list[Any] = [self.role, self.content, [i.sha256.hex() for i in self.images]]
+        return json.dumps(out + [extras] if extras else out, ensure_ascii=False).encode()
 
 
 IMAGE_PARTS = ("image", "image_url")
@@ -119,13 +148,16 @@ def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS, total_chars: 
     raw = list(raw)
     check_count(raw)  # before any image is decoded: a hundred images cost no more than counting them
     items: list[tuple[Any, str, tuple[ImageData, ...], Message | None]] = []
+    extras: list[dict[str, Any]] = []
     for i, m in enumerate(raw):
         if isinstance(m, Message):  # re-checked: one may have crossed a pipe or been built around checks
             role, content = m.role, m.content
             if m.images and isinstance(m.content, str):
                 content = [{"type": "text", "text": m.content}, *({"type": "image", "image": im} for im in m.images)]
+            extras.append(m.extras)
         elif isinstance(m, dict) and "role" in m and "content" in m:
             role, content = m["role"], m["content"]
+            extras.append(tool_fields(m, i))
         else:
             raise InvalidRequest(f"Message {i + 1} must be an object with 'role' and 'content'.")
         if not isinstance(role, str) or role not in ROLES:
@@ -147,10 +179,54 @@ def parse_messages(raw: Iterable[Any], max_chars: int = MAX_CHARS, total_chars: 
         bad = first_unencodable(text)
         if bad is not None:
             raise InvalidRequest(f"Message {i + 1} ({role}) contains {bad}, which is not valid text; remove it.")
-        out.append(message if message is not None and message.images == images else Message(role, text, images))
+        if message is not None and message.images == images:
+            out.append(message)
+        else:
+            out.append(Message(role, text, images, **_fields(extras[i])))
     if not out:
         raise InvalidRequest("The conversation is empty: send at least one message.")
+    check_tool_rounds(out)
     return tuple(out)
+
+
+def tool_fields(m: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """The tool fields of a message dict (`tools` only on the first), checked for shape."""
+    out: dict[str, Any] = {}
+    calls = m.get("tool_calls")
+    if calls:
+        if not isinstance(calls, (list, tuple)) or not all(isinstance(c, (list, tuple)) and len(c) == 3 for c in calls):
+            raise InvalidRequest(f"Message {i + 1}: tool_calls must be a list of (id, name, arguments) triples.")
+        out["tool_calls"] = [list(c) for c in calls]
+    for name in ("tool_call_id", "name", "tools"):
+        if m.get(name):
+            out[name] = m[name]
+    if "tools" in out and i != 0:
+        raise InvalidRequest(f"Message {i + 1}: only the first message carries the tools offered.")
+    if m.get("role") != "tool":
+        out.pop("name", None)  # OpenAI lets any message carry a participant name: not rendered here
+    return out
+
+
+def _fields(extras: dict[str, Any]) -> dict[str, Any]:
+    out = dict(extras)
+    if "tool_calls" in out:
+        out["tool_calls"] = tuple(tuple(c) for c in out["tool_calls"])
+    return out
+
+
+def check_tool_rounds(messages: Sequence[Message]) -> None:
+    """Every tool message answers a call of the assistant turn before it: by its id where that
+    turn's calls are given as tool_calls; a turn whose calls are in its text as the model generated
+    them (the API renders known calls that way, so the slot's KV still matches) has no ids to check."""
+    made: set[str] = set()
+    free = False
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            made.update(call[0] for call in m.tool_calls)
+            free = not m.tool_calls
+        if m.role == "tool" and m.tool_call_id not in made and not free:
+            raise InvalidRequest(f"Message {i + 1}: tool_call_id {_short(m.tool_call_id)} answers no tool call "
+                                 "made by an earlier assistant message.")
 
 
 def prefix_hashes(messages: Sequence[Message], start: bytes = b"") -> list[bytes]:

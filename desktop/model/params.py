@@ -28,6 +28,7 @@ class SamplingParams:
     seed: int | None = None
     stop: tuple[str, ...] = field(default_factory=tuple)
     ignore_eos: bool = False  # generate exactly max_tokens (benchmarks)
+    grammar: str = ""  # llguidance grammar the reply must follow ("": free text); see model/grammar.py
 
     def __post_init__(self) -> None:
         _whole("max_tokens", self.max_tokens, 0, MAX_TOKENS)
@@ -43,6 +44,8 @@ class SamplingParams:
         _set(self, "stop", _stops(self.stop))
         if not isinstance(self.ignore_eos, bool):
             raise InvalidRequest(f"ignore_eos must be true or false (got {self.ignore_eos!r}).")
+        if not isinstance(self.grammar, str):
+            raise InvalidRequest(f"grammar must be text (got {type(self.grammar).__name__}).")
 
     @property
     def greedy(self) -> bool:

@@ -1,5 +1,6 @@
 """Token selection from logits: repetition penalty, temperature, top-k, top-p, seeded sampling.
-One Sampler per sequence owns its generator. The filtering and the draw work on rows [B, vocab]:
+One Sampler per sequence owns its generator (and, for a constrained reply, its grammar's
+Constraint: model/grammar.py, which masks each step's logits and follows the tokens picked). The filtering and the draw work on rows [B, vocab]:
 sample_batch argmaxes greedy rows in one call and samples rows that share their settings in one
 pass on a GPU (each row still draws from its own generator), with the same code a single row
 runs, so a seeded reply does not depend on what it was batched with."""
@@ -32,20 +33,29 @@ class Sampler:
         else:
             self.seed = params.seed
             self.generator.manual_seed(params.seed)
+        self.constraint = None  # a grammar.Constraint when the reply must follow params.grammar
 
     @property
     def needs_history(self) -> bool:
         """Whether the repetition penalty reads the history (otherwise it may be empty)."""
         return self.params.repetition_penalty != 1.0
 
+    @property
+    def batchable(self) -> bool:
+        """Whether a batched argmax may pick for this row (greedy, no penalty, no grammar)."""
+        return self.params.greedy and not self.needs_history and self.constraint is None
+
     def __call__(self, logits: torch.Tensor, history: Sequence[int] | torch.Tensor) -> int:
         """Pick the next token id from 1-D `logits` [vocab] given the ids seen so far."""
         x = logits.float()
         if self.needs_history and len(history):
             x = apply_repetition_penalty(x, history, self.params.repetition_penalty)
-        if self.params.greedy:
-            return int(torch.argmax(x))
-        return self._sample(x / self.params.temperature)
+        if self.constraint is not None:
+            x = self.constraint.mask(x)
+        token = int(torch.argmax(x)) if self.params.greedy else self._sample(x / self.params.temperature)
+        if self.constraint is not None:
+            self.constraint.advance(token)
+        return token
 
     def _sample(self, x: torch.Tensor) -> int:
         return sample_rows([self], x[None])[0]
@@ -132,7 +142,7 @@ def sample_batch(
             f"batch mismatch: {len(samplers)} samplers, {logits.shape[0]} rows, "
             f"{len(histories)} histories"
         )
-    plain = [s.params.greedy and not s.needs_history for s in samplers]
+    plain = [s.batchable for s in samplers]
     if all(plain):
         return torch.argmax(logits, dim=-1).tolist()
     out: list[int | None] = [None] * len(samplers)
@@ -143,7 +153,8 @@ def sample_batch(
     for i, s in enumerate(samplers):
         # on a CPU a row at a time is as fast (top-k dominates, row by row either way); on a GPU
         # one pass saves a round of kernel launches per row
-        if logits.device.type != "cpu" and not plain[i] and not s.params.greedy and not s.needs_history:
+        if (logits.device.type != "cpu" and not plain[i] and not s.params.greedy and not s.needs_history
+                and s.constraint is None):
             groups.setdefault((s.params.temperature, s.params.top_k, s.params.top_p), []).append(i)
     for (temperature, _, _), rows in groups.items():
         x = logits[rows].float() / temperature

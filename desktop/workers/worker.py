@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable
 
 from desktop.errors import OmnideskError
+from desktop.model.grammar import Grammars
 from desktop.model.loader import LoadedModel
 from desktop.model.messages import char_limit
 from desktop.protocol import Command, Event, Heartbeat
@@ -46,6 +47,7 @@ class Worker:
         self.scheduler = Scheduler(config, template, loaded.context_length, loaded.kv_bytes_per_token, clock,
                                    getattr(self.runner, "footprint", None), self.disk)
         self.counters = WorkerCounters()
+        self.grammars = Grammars(template.tokenizer, template.eos_ids)  # constrained replies (lazy)
         self.out = Output(self.scheduler, template, emit, clock, self.counters, PROGRESS_S)
         self.intake = CommandIntake(self.scheduler, loaded.context_length, emit, clock, self._finish, self._fail)
         # commands reach the inbox through the tokenizer stage: ids are made before the loop sees them
@@ -138,6 +140,8 @@ class Worker:
         sample = None
         if last and seq.generate:
             seq.sampler = self.runner.sampler(seq.params)
+            if seq.params.grammar:
+                seq.sampler.constraint = self.grammars.constraint(seq.params.grammar)
             sample = (seq.sampler, seq.prompt)
         token = self.runner.prefill(seq.slot.index, seq.prompt[seq.num_kv : seq.num_kv + n], sample, seq.media or None)
         self.scheduler.prefilled(seq, n)

@@ -35,8 +35,8 @@ def test_bad_requests_are_400_and_say_what_is_wrong() -> None:
                 ({"messages": [user("x")], "seed": -1}, "seed"),
                 ({"messages": [user("x")], "stop": [""]}, "stop"),
                 ({"messages": [user("x")], "n": 2}, "n must be 1"),
-                ({"messages": [user("x")], "tools": [{"type": "function"}]}, "Tools"),
-                ({"messages": [{"role": "tool", "content": "x"}]}, "tool messages"),
+                ({"messages": [user("x")], "tools": [{"type": "function"}]}, "tools[0] must be"),
+                ({"messages": [{"role": "tool", "content": "x"}]}, "answers no tool call"),
             ]
             for body, words in cases:
                 err = error_of(await s.client.post(CHAT, json=body), 400)
