@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         return _serve(args)
+    # the terminal chat's own defaults (serve's None means "the settings'")
+    args.model, args.dtype, args.device = args.model or "default", args.dtype or "auto", args.device or "cpu"
     if args.command == "gui":
         given = [a.split("=")[0] for a in (sys.argv[1:] if argv is None else argv) if a.startswith("--")]
         if given and has_display():
@@ -205,7 +207,7 @@ def _converse(args: argparse.Namespace, term) -> int:
     if warning:
         print(f"omnidesk: {warning}", file=sys.stderr)
     params = chat_params(args, settings.sampling())
-    lm = load_model(ModelSpec(args.model or "default", args.dtype or "auto", args.device or "cpu"), progress=Progress())
+    lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=Progress())
     client = LocalClient(lm, replace(settings.worker_config(), cache_mode=args.cache_mode))  # the disk tier too
     prompt = system_prompt(args, settings.system_preset, PresetStore())
     preset = settings.system_preset if args.system is None else ""
