@@ -6,7 +6,6 @@ tokens were cached."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from dataclasses import replace
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from desktop.api import schemas
 from desktop.api.errors import ApiError, from_engine, from_exception
 from desktop.api.model_ids import check_model
-from desktop.api.replies import DONE, QUEUE_NOTE_EVERY_S, EventStream, _cancel_on_disconnect, _sse
+from desktop.api.replies import DONE, QUEUE_NOTE_EVERY_S, EventStream, _sse, finished
 from desktop.errors import QueueFullError
 from desktop.protocol import TERMINAL, ChunkEvent, Done, ErrorEvent, Queued, QueueUpdate, TokenStats
 from desktop.protocol.engine import EngineApi, RequestEvents
@@ -113,22 +112,6 @@ def add_routes(app: FastAPI, current: Callable[[], Engine], retry_after: Callabl
                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         done = await finished(stream, request)
         return JSONResponse(completion(cid, eng.model, created, done.text, done.stats))
-
-
-async def finished(stream: RequestEvents, request: Request) -> Done:
-    """Run a request to its end (a client that hangs up cancels it); an error becomes its ApiError."""
-    watcher = asyncio.ensure_future(_cancel_on_disconnect(request, stream))
-    end = None
-    try:
-        async for event in stream:
-            if isinstance(event, (Done, ErrorEvent)):
-                end = event
-    finally:
-        watcher.cancel()
-    if isinstance(end, ErrorEvent):
-        raise from_engine(end.code, end.message, retry_after_s=1.0 if end.retryable else None)
-    assert isinstance(end, Done)
-    return end
 
 
 def completion(cid: str, model: str, created: int, text: str, stats: TokenStats) -> dict[str, Any]:

@@ -21,8 +21,9 @@ QUEUE_NOTE_EVERY_S = 1.0  # at most one queue comment per stream this often (the
 DONE = b"data: [DONE]\n\n"
 
 
-async def reply_json(stream: RequestEvents, request: Request, cid: str, model: str, created: int) -> dict[str, Any]:
-    """Run a non-streaming request to its end; a client that hangs up cancels it."""
+async def finished(stream: RequestEvents, request: Request) -> Done:
+    """Run a non-streaming request to its end (a client that hangs up cancels it); an error
+    becomes its ApiError."""
     watcher = asyncio.ensure_future(_cancel_on_disconnect(request, stream))
     end = None
     try:
@@ -34,6 +35,12 @@ async def reply_json(stream: RequestEvents, request: Request, cid: str, model: s
     if isinstance(end, ErrorEvent):
         raise from_engine(end.code, end.message, retry_after_s=1.0 if end.retryable else None)
     assert isinstance(end, Done)
+    return end
+
+
+async def reply_json(stream: RequestEvents, request: Request, cid: str, model: str, created: int) -> dict[str, Any]:
+    """Run a non-streaming chat request to its end; a client that hangs up cancels it."""
+    end = await finished(stream, request)
     return schemas.completion(cid, model, created, end.text, end.stats)
 
 
