@@ -47,7 +47,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="continue a saved conversation (the window's too): alone, the most recent; else the one "
                         "whose id or title starts with this")
     p.add_argument("--list", action="store_true", help="list the saved conversations and exit")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.command != "serve":  # the terminal chat's own defaults (serve's None: the settings')
+        args.model, args.dtype, args.device = args.model or "default", args.dtype or "auto", args.device or "cpu"
+    return args
 
 
 class Progress:
@@ -142,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         return _serve(args)
-    # the terminal chat's own defaults (serve's None means "the settings'")
-    args.model, args.dtype, args.device = args.model or "default", args.dtype or "auto", args.device or "cpu"
     if args.command == "gui":
         given = [a.split("=")[0] for a in (sys.argv[1:] if argv is None else argv) if a.startswith("--")]
         if given and has_display():

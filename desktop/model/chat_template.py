@@ -141,8 +141,12 @@ class ChatTemplate:
         key, ctx = self._key(msgs, k, hashes)
         chunk = self.memo.get(key)
         if chunk is None:
-            text = self.delta_text(ctx, [msgs[k]], marked=True)
-            chunk = self.memo.put(key, Chunk(text, array("q", self._ids(text, msgs[k].images))))
+            msg = msgs[k]
+            text = self.delta_text(ctx, [msg], marked=True)
+            ids = self.memo.reply(msg.content) if msg.role == "assistant" and not msg.images else None
+            if ids is None or text != self.gen_prompt + msg.content + self.reply_close:
+                ids = array("q", self._ids(text, msg.images))  # a reply generated here reads as generated
+            chunk = self.memo.put(key, Chunk(text, ids))
         return chunk
 
     def _ids(self, text: str, images: Sequence) -> list[int]:
@@ -217,9 +221,14 @@ class ChatTemplate:
         key, ctx = self._key(msgs, len(history), hashes)
         ids = self.gen_prompt_ids + list(generated) + self.close_after_reply(generated)
         text = self._spelled(ctx, reply, generated, ids)
-        if text is None:
+        kept = self.memo.get(key)
+        if text is None or (kept is not None and kept.text == text):
+            # not provable, or this text here already has its ids (another generation of the same
+            # text, e.g. bytes cut short that decode alike): the first ids stay its canonical ones,
+            # so every encoding of it agrees; this slot's KV then diverges inside it and is cropped
             return list(self._chunk(msgs, len(history), hashes).ids)
         self.memo.seed(key, Chunk(text, array("q", ids)))
+        self.memo.keep_reply(reply.content, array("q", ids))
         return ids
 
     def _spelled(self, ctx: Sequence[Message], reply: Message, generated: Sequence[int], ids: list[int]) -> str | None:

@@ -13,6 +13,7 @@ from desktop.errors import InvalidRequest
 
 MEMO_UNITS = 8_000_000  # characters + ids the chunk memo may hold (≈ 40 MB at worst)
 VERDICTS = 4096  # conversations whose message-by-message rendering was checked
+REPLIES = 4096  # replies whose generated ids are kept by their text (ChatTemplate.encode_reply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class ChunkMemo:
     def __init__(self, max_units: int = MEMO_UNITS, max_verdicts: int = VERDICTS) -> None:
         self._chunks: BoundedDict[Hashable, Chunk] = BoundedDict(max_size=max_units, size=lambda c: c.units, lru=True)
         self._verdicts: BoundedDict[bytes, bool] = BoundedDict(max_verdicts, lru=True)
+        self._replies: BoundedDict[str, array] = BoundedDict(REPLIES, lru=True)
         self._lock = threading.Lock()
 
     @property
@@ -68,6 +70,18 @@ class ChunkMemo:
             return
         with self._lock:
             self._chunks[key] = chunk
+
+    def keep_reply(self, text: str, ids: array) -> None:
+        """A reply's chunk ids as generated, by its text: the same reply in another context (the
+        view after a slide, a branch) reads as the KV holds it where the template renders it the
+        same way there."""
+        with self._lock:
+            if text not in self._replies:  # the first ids stay (another generation of the same text)
+                self._replies[text] = ids
+
+    def reply(self, text: str) -> array | None:
+        with self._lock:
+            return self._replies.get(text)
 
     def verdict(self, key: bytes) -> bool | None:
         with self._lock:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch is imported where a mask is made: the API's checks run in the window's process
+    import torch
 
 from desktop.errors import InvalidRequest
 
@@ -97,6 +99,8 @@ class Constraint:
 
     def allowed(self, vocab: int) -> torch.Tensor:
         """A bool tensor [vocab]: the tokens the grammar allows next (at its end: the end of turn)."""
+        import torch
+
         if self.matcher.is_stopped() or self.matcher.is_error():
             ok = torch.zeros(vocab, dtype=torch.bool)
             ok[[e for e in self.eos_ids if e < vocab]] = True
@@ -111,6 +115,8 @@ class Constraint:
 
     def mask(self, logits: torch.Tensor) -> torch.Tensor:
         """A copy of 1-D float logits with disallowed tokens at -inf."""
+        import torch
+
         ok = self.allowed(logits.shape[-1])
         if logits.device.type == "cpu":
             x = logits.detach().float().numpy()

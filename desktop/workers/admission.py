@@ -102,20 +102,22 @@ class Admission:
             except ValueError:
                 raise InvalidRequest("This model's chat template cannot be extended message by message; use plain chat.") from None
         seq.window_start = session.window_start
-        if len(ids) + len(self.template.gen_prompt_ids) + self.window // 4 > self.window:
-            slid = self._slide(seq, at)
+        # the reply's room: a Generate's max_tokens (at most a quarter window); an input alone, none
+        reply = min(max(seq.params.max_tokens, 0), self.window // 4) if isinstance(seq.command, Generate) and seq.params else 0
+        if len(ids) + len(self.template.gen_prompt_ids) + reply > self.window:
+            slid = self._slide(seq, at, reply)
             if slid is not None:
                 return slid
         return ids, min(len(session.slot.ids), at.ids) or at.ids
 
-    def _slide(self, seq: Seq, at: Mark) -> tuple[list[int], int] | None:
+    def _slide(self, seq: Seq, at: Mark, reply: int) -> tuple[list[int], int] | None:
         """A session past the window (a long call): its view by the chats' rule (workers/slide.py,
-        a reply's reserve of a quarter of the window) over all its messages, so a call never ends
-        for length. The KV keeps the system prompt; the rest of the view is prefilled again.
-        None where the rule moves the view no further than it is."""
+        with room for `reply` tokens) over all its messages, so a call never ends for length. The
+        KV keeps the system prompt; the rest of the view is prefilled again. None where the rule
+        moves the view no further than it is."""
         session = seq.session
         msgs = tuple(session.history[: at.messages]) + tuple(seq.msgs)
-        view = fit_view(self.template, msgs, None, self.window, self.window // 4)
+        view = fit_view(self.template, msgs, None, self.window, reply)
         if view.start <= session.window_start:
             return None
         before = view.msgs[: len(view.msgs) - len(seq.msgs)]

@@ -30,10 +30,12 @@ def small_oracle(small):
     return Oracle(small)
 
 
-def expected_start(template, history: list[Message]) -> int:
+def expected_start(template, history: list[Message], reply: int) -> int:
+    """The chats' rule over the session's messages, with room for the reply prompt and `reply`
+    tokens (a Generate's max_tokens, at most a quarter window; 0 for an input alone: a draft)."""
     bounds = template.encode(history).bounds
     lengths = [b - a for a, b in zip([0, *bounds[:-1]], bounds)]
-    return view_start(lengths, [m.role for m in history], len(template.gen_prompt_ids) + WINDOW // 4, WINDOW)
+    return view_start(lengths, [m.role for m in history], len(template.gen_prompt_ids) + reply, WINDOW)
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -61,7 +63,8 @@ def test_a_long_call_slides_and_every_turn_is_answered(small, small_oracle, turn
                 slides += 1
                 assert prefill.window_start > start
                 start = prefill.window_start  # the chats' rule over the session's messages then
-                assert start in {expected_start(t, history + [m]) for m in inputs}
+                assert start in {expected_start(t, history + [inputs[-1]], 0),
+                                  expected_start(t, history + [msg], min(limit, WINDOW // 4))}
                 ids = t.encode(history[: 1 if system else 0] + history[start:]).ids
             assert prefill.window_start == start
         ids += t.encode_delta(history, [msg]).ids

@@ -203,10 +203,9 @@ class ChatPage(QWidget):
     def show_window(self) -> None:
         """The meter and the first message the model still sees, from the last reply's stats."""
         use = window_use(self.conv.messages) if self.conv is not None else None
-        window = getattr(self.gateway, "context_length", lambda: 0)
         try:
-            size = int(window() or 0)
-        except Exception:  # no engine yet ("not ready"): no meter
+            size = int(self.gateway.context_length() or 0)
+        except Exception:  # no engine yet ("not ready"), or one that cannot say: no meter
             size = 0
         self.meter.show_use(use, size)
         self.view.mark_first_seen(use.first_seen if use is not None else 0)
