@@ -23,6 +23,7 @@ class CacheReason(str, Enum):
     MESSAGE_CACHE_OFF = "message cache off"
     REMOTE_MISS = "the server reused nothing"
     RESTORED = "restored from disk"
+    SLID = "past the window: oldest messages left out"
 
     @property
     def sentence(self) -> str:
@@ -47,6 +48,8 @@ SENTENCES: dict[CacheReason, str] = {
     CacheReason.REMOTE_MISS: "The remote server reused nothing from its own cache.",
     CacheReason.RESTORED: "This conversation's cache had left memory and was restored from disk; only the new "
                           "message was read.",
+    CacheReason.SLID: "The conversation is longer than the model's window: its oldest messages left the model's "
+                      "view, so what it still sees was read again after the system prompt (once per quarter window).",
 }
 
 _MOVED = "moved from "

@@ -3,13 +3,14 @@ a request sends (PrefillProgress, PrefillDone, ChunkEvent, Done, ErrorEvent) wit
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Callable
 
 from desktop.errors import OmnideskError
 from desktop.model.chat_template import ChatTemplate
 from desktop.model.detok import StreamDecoder
-from desktop.protocol import ChunkEvent, Done, ErrorEvent, Event, FinishReason, MatchKind, PrefillDone, PrefillProgress
+from desktop.protocol import CacheReason, ChunkEvent, Done, ErrorEvent, Event, FinishReason, MatchKind, PrefillDone, PrefillProgress
 from desktop.workers.scheduler import Scheduler
 from desktop.workers.sequence import Seq
 from desktop.workers.stats import WorkerCounters, finish_stats
@@ -32,9 +33,11 @@ class Output:
 
     def prefill_done(self, seq: Seq) -> None:
         seq.t_prefilled = self.clock()
-        p = seq.placement
+        p, slid = seq.placement, _slid(seq)
+        if slid:  # the turn's one true reason: the view moved on (the badge and the stats say so)
+            p = seq.placement = dataclasses.replace(p, miss_reason=CacheReason.SLID.value)
         self.emit(PrefillDone(seq.request_id, seq.num_prompt, p.cached, p.kind, seq.prefill_ms, p.slot.index, p.miss_reason,
-                              seq.window_start, _slid(seq)))
+                              seq.window_start, slid))
 
     def accept(self, seq: Seq, token: int) -> str | None:
         """Take a sampled token: stream its text; return a finish reason when the sequence ends."""

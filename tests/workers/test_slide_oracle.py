@@ -14,7 +14,7 @@ from worker_helpers import Oracle, make_client
 
 from desktop.model.messages import Message
 from desktop.model.params import SamplingParams
-from desktop.protocol import Chat, Done, ErrorEvent, PrefillDone
+from desktop.protocol import CacheReason, Chat, Done, ErrorEvent, PrefillDone
 from desktop.workers.slide import view_start
 
 WINDOW = 192
@@ -66,6 +66,7 @@ def test_a_conversation_slides_and_stays_exact(small, small_oracle, texts, syste
         assert start >= starts[-1], "the view went back"
         if prefill.slid:
             assert start > starts[-1]  # a rebuild only where the view moved on
+            assert prefill.miss_reason == CacheReason.SLID.value  # the badge says why it was read again
             slides += 1
         elif start:  # inside a block: a cheap delta over the cached view
             assert prefill.cached_tokens > len(t.encode(view[:1]).ids)
