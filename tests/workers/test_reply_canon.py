@@ -180,9 +180,14 @@ def test_follow_ups_read_only_new_messages_and_stay_exact(tiny_lm, oracle):
                 seen["fallback"] += 1
             generated = list(done.token_ids)
             reply = A(done.text)
-            spelled = t._spelled(msgs, reply, generated, t.gen_prompt_ids + generated + t.close_after_reply(generated))
+            full = t.gen_prompt_ids + generated + t.close_after_reply(generated)
+            spelled = t._spelled(msgs, reply, generated, full)
             seen["spelled" if spelled is not None else "not spelled"] += 1
-            last = generated if spelled is not None else None
+            # read as generated: spelled, and its text had no other ids here already (the first
+            # ids of a text in a context stay canonical: bytes cut short decode alike)
+            kept = spelled is not None and t.encode(msgs + [reply]).ids[-len(full):] == full
+            seen["kept first"] += spelled is not None and not kept
+            last = generated if kept else None
             conv.append(reply)
 
     prop()
