@@ -144,8 +144,11 @@ def test_follow_ups_read_only_new_messages_and_stay_exact(tiny_lm, oracle):
         client = make_client(tiny_lm, num_slots=slots, cache_min_tokens=8, prefill_chunk=16)
         conv: list[Message] = [S, U("hello")]
         done = chat(client, "r0", conv, 8)
-        last = list(done.token_ids)  # the last reply's ids while it is the reply as generated
+        first = list(done.token_ids)
+        full = t.gen_prompt_ids + first + t.close_after_reply(first)
         conv.append(A(done.text))
+        # the last reply's ids while it is read as generated (its text had no other ids here first)
+        last = first if t.encode(conv).ids[-len(full):] == full else None
         for n, op in enumerate(ops, 1):
             as_generated = last is not None
             if op[0] == "regen":
