@@ -152,7 +152,7 @@ class RemoteHost(WorkerHost):
             message = f"unusable: {reason} ({url} answers, but not as a server that can serve here); {every}"
         else:
             if was_up:
-                log.warning("Remote worker %s went away: %s", self.worker_id, reason)
+                log.warning("Remote worker %s at %s went away: %s", self.worker_id, url, reason)
             else:
                 log.warning("Remote worker %s at %s does not answer (%s); %s", self.worker_id, url, reason, every)
             self._fail_all(UNREACHABLE, f"The remote worker at {url} stopped answering ({reason}).", retryable=True)
