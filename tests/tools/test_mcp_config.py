@@ -60,3 +60,16 @@ def test_merged_replaces_by_name():
 def test_round_trips_through_json():
     cfg = server({"command": "x", "args": ["1"], "env": {"K": "V"}}, "a")
     assert ServerConfig.model_validate_json(cfg.model_dump_json()) == cfg
+
+
+def test_settings_keep_servers_and_refuse_a_name_twice(tmp_path):
+    from desktop.settings import Settings
+
+    cfg = server({"command": "x", "env": {"API_KEY": "s3cret"}}, "a")
+    s = Settings(mcp_servers=[cfg], chat_tools=True)
+    back = Settings.model_validate_json(s.model_dump_json())
+    assert back.mcp_servers == [cfg] and back.mcp_servers[0].env == {"API_KEY": "s3cret"} and back.chat_tools
+    with pytest.raises(ValueError, match="used twice"):
+        Settings(mcp_servers=[cfg, cfg])
+    with pytest.raises(ValueError):
+        Settings.model_validate({"mcp_servers": [{"name": "b"}]})  # neither command nor url
