@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from desktop.chat.conversations import Conversation, ConversationStore, StoredMessage
 from desktop.chat.reply import Phase, Reply
-from desktop.model.tool_calls import parse
+from desktop.model.tool_calls import marker_at, parse
 
 ONCE, ALWAYS, DENY = "once", "always", "deny"
 MAX_ROUNDS = 8  # tool rounds in one turn; then the turn ends with the last reply as it is
@@ -83,9 +83,9 @@ class ToolRounds:
 
     async def run(self) -> None:
         tools = self.toolbox.specs()
-        names = [t["function"]["name"] for t in tools]
         while True:
             reply = self.reply = self.start(tools)
+            names = [t["function"]["name"] for t in reply.tools]  # what this round offered
             self.rounds += 1
             self._tell("reply", reply)
             await _ended(reply)
@@ -106,12 +106,11 @@ class ToolRounds:
     async def _one(self, name: str, arguments: str) -> StoredMessage:
         info = ToolCallInfo(f"call_{secrets.token_hex(6)}", name, arguments)
         self.calls.append(info)
+        decision = DENY if self._stopped else ALWAYS if name in self.always else ""
+        if decision:
+            info.state = "running" if decision == ALWAYS else "denied"
         self._tell("call", info)
-        if self._stopped:
-            decision = DENY
-        elif name in self.always:
-            decision = ALWAYS
-        else:
+        if not decision:
             decision = await self.approve(info)
         info.decision = decision
         if decision == ALWAYS:
@@ -151,9 +150,12 @@ async def _ended(reply: Reply) -> None:
 
 def prose(text: str, names: list[str] | None = None) -> str:
     """A reply's text without the calls it made (what a bubble shows; the calls show as cards).
-    With no names given, any function name counts."""
+    With no names given, any function name counts; a Hermes call still being written is cut too."""
     parsed = parse(text, names) if names is not None else _any_call(text)
-    return parsed.content if parsed is not None else text
+    if parsed is not None:
+        return parsed.content
+    cut = marker_at(text)
+    return text[:cut].rstrip() if cut >= 0 else text
 
 
 def _any_call(text: str) -> Any:

@@ -56,10 +56,15 @@ class ToolManager:
 
     # ------------------------------------------------------------------ starting and stopping
 
-    def apply(self, configs: list[ServerConfig]) -> None:
-        """Run exactly the enabled servers of `configs` (a changed config restarts its server)."""
+    def apply(self, configs: list[ServerConfig], *, wait: bool = True) -> None:
+        """Run exactly the enabled servers of `configs` (a changed config restarts its server, a
+        failed one is retried); `wait`: until the changes are made (servers may still be starting)."""
+        if not configs and self._loop is None:
+            return  # nothing to run: no thread
         loop = self._ensure_loop()
-        asyncio.run_coroutine_threadsafe(self._apply(list(configs)), loop).result()
+        future = asyncio.run_coroutine_threadsafe(self._apply(list(configs)), loop)
+        if wait:
+            future.result()
 
     def restart(self, name: str) -> None:
         cfg = self._configs.get(name)
