@@ -54,7 +54,9 @@ def test_tools_page_adds_a_pasted_server_shows_its_tools_and_removes_it(qtbot):
         item = page.tree.topLevelItem(0)
         assert {item.child(i).text(0) for i in range(item.childCount())} == {"add", "echo", "sleep", "fail", "crash"}
         shot(page, "settings-tools")
-        item.setCheckState(0, Qt.CheckState.Unchecked)  # its tools off
+        page.tree.setCurrentItem(item)
+        page.tree.setFocus()
+        QTest.keyClick(page.tree, Qt.Key.Key_Space)  # its tools off, from the keyboard
         assert page.values()["mcp_servers"][0]["enabled"] is False
         page.tree.setCurrentItem(page.tree.topLevelItem(1))
         page.tree.setFocus()
@@ -103,6 +105,35 @@ def test_a_tool_call_shows_as_a_card_that_asks_before_it_runs(tmp_path, aloop, q
     shot(page, "chat-card-done")
     page.open_conversation(page.conv.id)  # drawn again from the saved messages: the card stays
     assert card() is not None and card().result.text() == "5" and not card().buttons.isVisible()
+
+
+def test_stop_denies_a_call_that_waits_and_nothing_runs(tmp_path, aloop, qtbot):
+    settings = Settings(chat_tools=True)
+    box = Box()
+    page = ChatPage(Gateway([CALL, "Fine."]), ConversationStore(tmp_path / "conversations"), lambda: settings,
+                    tools=box)
+    qtbot.addWidget(page)
+    page.show()
+    page.composer.edit.setPlainText("What is 2 + 3?")
+    QTest.keyClick(page.composer.edit, Qt.Key.Key_Return)
+    aloop.run(_until(lambda: any(w.card is not None for w in page.view.widgets())))
+    page.turns.stop(page.conv.id)  # the Stop button
+    aloop.run(idle(page))
+    assert box.ran == [] and not page.busy
+    assert [m.role for m in page.conv.messages] == ["user", "assistant", "tool"]
+    assert page.conv.messages[-1].call["decision"] == "deny"
+
+
+def test_with_the_switch_off_no_tools_are_offered(tmp_path, aloop, qtbot):
+    settings = Settings(chat_tools=False)
+    gw = Gateway(["Hello."])
+    page = ChatPage(gw, ConversationStore(tmp_path / "conversations"), lambda: settings, tools=Box())
+    qtbot.addWidget(page)
+    page.show()
+    page.composer.edit.setPlainText("Hi")
+    QTest.keyClick(page.composer.edit, Qt.Key.Key_Return)
+    aloop.run(idle(page))
+    assert "tools" not in gw.sent[0][0] and page.conv.messages[-1].content == "Hello."
 
 
 async def _until(check, timeout: float = 10.0) -> None:

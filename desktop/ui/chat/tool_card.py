@@ -75,10 +75,7 @@ class ToolCard(QFrame):
         self.result.setVisible(bool(result))
         if state == "failed":
             self.result.setStyleSheet("font-family: monospace; color: #d32f2f;")
-        asking = state == "asking"
-        self.buttons.setVisible(asking)
-        if asking:
-            self.once.setFocus()
+        self.buttons.setVisible(state == "asking")  # never focused by itself: Enter in the text box must not allow a call
         self.setAccessibleName(f"Tool call {name}: {STATES.get(state, state)}")
 
     def show_saved(self, call: dict[str, Any] | None, result: str) -> None:
