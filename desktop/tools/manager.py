@@ -67,9 +67,10 @@ class ToolManager:
             future.result()
 
     def restart(self, name: str) -> None:
+        """Start the server `name` again (a failed one, or one whose tools changed); returns at once."""
         cfg = self._configs.get(name)
         if cfg is not None and self._loop is not None:
-            asyncio.run_coroutine_threadsafe(self._restart(cfg), self._loop).result()
+            asyncio.run_coroutine_threadsafe(self._restart(cfg), self._loop)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop every server and the loop (idempotent)."""

@@ -82,11 +82,15 @@ class ToolsPage(Page):
             self.form.addRow(label, edit)
         self.add_button = QPushButton("&Add server")
         self.remove_button = QPushButton("Remove &selected")
+        self.restart_button = QPushButton("Res&tart selected")
+        self.restart_button.setToolTip("Start the selected server again (after it failed, or to list its tools anew)")
         self.add_button.clicked.connect(self.add_one)
         self.remove_button.clicked.connect(self.remove)
+        self.restart_button.clicked.connect(self.restart)
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.remove_button)
+        buttons.addWidget(self.restart_button)
         buttons.addStretch(1)
         self.form.addRow(buttons)
         self.error = QLabel()
@@ -139,6 +143,16 @@ class ToolsPage(Page):
         self._fill()
         self.changed.emit()
 
+    def restart(self) -> None:
+        item = self._selected()
+        if item is None or self.manager is None:
+            return
+        name = item.data(0, Qt.ItemDataRole.UserRole)
+        if name not in self.manager.states():
+            self._say(f"{name} starts when you apply.", self.paste)
+            return
+        self.manager.restart(name)
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if (watched is self.tree and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent)
                 and event.key() in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace)):
@@ -185,6 +199,7 @@ class ToolsPage(Page):
                 self.tree.setCurrentItem(item)
         self.tree.blockSignals(False)
         self.remove_button.setEnabled(bool(self.servers))
+        self.restart_button.setEnabled(bool(self.servers) and self.manager is not None)
 
     def _ticked(self, item: QTreeWidgetItem, column: int) -> None:
         name = item.data(0, Qt.ItemDataRole.UserRole)

@@ -59,6 +59,8 @@ def test_tools_page_adds_a_pasted_server_shows_its_tools_and_removes_it(qtbot):
         QTest.keyClick(page.tree, Qt.Key.Key_Space)  # its tools off, from the keyboard
         assert page.values()["mcp_servers"][0]["enabled"] is False
         page.tree.setCurrentItem(page.tree.topLevelItem(1))
+        page.restart_button.click()  # the failed one is tried again, and fails again, said in words
+        qtbot.waitUntil(lambda: page.tree.topLevelItem(1).text(1).startswith("Failed: could not connect"), timeout=30_000)
         page.tree.setFocus()
         QTest.keyClick(page.tree, Qt.Key.Key_Delete)
         assert [s["name"] for s in page.values()["mcp_servers"]] == ["fixture"]
@@ -105,6 +107,7 @@ def test_a_tool_call_shows_as_a_card_that_asks_before_it_runs(tmp_path, aloop, q
     shot(page, "chat-card-done")
     page.open_conversation(page.conv.id)  # drawn again from the saved messages: the card stays
     assert card() is not None and card().result.text() == "5" and not card().buttons.isVisible()
+    assert card().plain().startswith("add(a=2, b=3)\nDone")
 
 
 def test_stop_denies_a_call_that_waits_and_nothing_runs(tmp_path, aloop, qtbot):

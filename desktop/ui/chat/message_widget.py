@@ -174,7 +174,7 @@ class MessageWidget(QFrame):
         return button
 
     def text(self) -> str:
-        return self.body.text()
+        return self.card.plain() if self.card is not None else self.body.text()
 
     def set_text(self, text: str) -> None:
         text = shown(self.role, text)

@@ -78,6 +78,10 @@ class ToolCard(QFrame):
         self.buttons.setVisible(state == "asking")  # never focused by itself: Enter in the text box must not allow a call
         self.setAccessibleName(f"Tool call {name}: {STATES.get(state, state)}")
 
+    def plain(self) -> str:
+        """The card as text (Copy): the call, what happened, the result."""
+        return "\n".join(t for t in (self.title.text(), self.state.text(), self.result.toolTip() or self.result.text()) if t)
+
     def show_saved(self, call: dict[str, Any] | None, result: str) -> None:
         call = call or {}
         state = "denied" if call.get("decision") == "deny" else ("done" if call.get("ok") else "failed")
