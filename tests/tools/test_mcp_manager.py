@@ -123,3 +123,36 @@ def test_a_url_nobody_answers_fails_with_a_sentence(manager):
     manager.apply([ServerConfig(name="down", url=f"http://127.0.0.1:{free_port()}/mcp")])
     state = wait_for(manager, "down", FAILED)
     assert "could not connect" in state.error
+
+
+def test_a_chat_turn_runs_a_real_tool_through_the_manager(manager, tmp_path):
+    """The tool rounds (chat/tool_rounds.py) with the fixture server behind them: the call runs on
+    the manager's loop, its result comes back into the conversation and the reply goes on."""
+    from gw_helpers import run
+    from tool_script import Gateway
+
+    from desktop.chat.conversations import ConversationStore, StoredMessage
+    from desktop.chat.reply import Reply
+    from desktop.chat.tool_rounds import ONCE, ToolRounds
+    from desktop.model.params import SamplingParams
+    from desktop.model.tool_render import call_text
+
+    manager.apply([stdio_config()])
+    wait_for(manager, "fixture", READY)
+    store = ConversationStore(tmp_path)
+    conv = store.new("")
+    Reply.ask(store, conv, StoredMessage("user", "2 + 40?"))
+    gw = Gateway([call_text("add", json.dumps({"a": 2, "b": 40})), "42."])
+    tasks = []
+
+    def start(tools):
+        reply = Reply(gw, store, conv, SamplingParams(), tools=tools)
+        tasks.append(asyncio.ensure_future(reply.run()))
+        return reply
+
+    async def approve(info):
+        return ONCE
+
+    run(ToolRounds(start, store, conv, manager, approve).run(), timeout=30)
+    assert [(m.role, m.content) for m in conv.messages[2:]] == [("tool", "42"), ("assistant", "42.")]
+    assert {t["function"]["name"] for t in json.loads(gw.sent[0][0]["tools"])} == {"add", "echo", "sleep", "fail", "crash"}
