@@ -237,6 +237,11 @@ class Reply:
             if self._flusher is not None:
                 await asyncio.shield(self._flusher)
 
+    async def saved(self) -> None:
+        """Wait until what the reply wrote is on disk (its last write, if one is under way)."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.shield(self._flusher)
+
     async def _open(self) -> Any:
         """The request's event stream; while the model is still loading ("not_ready"), wait for it.
         The conversation's images are read from its store and decoded first, on a thread."""

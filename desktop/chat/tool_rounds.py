@@ -89,6 +89,7 @@ class ToolRounds:
             self.rounds += 1
             self._tell("reply", reply)
             await _ended(reply)
+            await reply.saved()  # its text is on disk before any call runs
             if self._stopped or reply.phase is not Phase.DONE or not reply.text or reply.index < 0:
                 return
             parsed = parse(reply.text, names) if names else None
@@ -99,6 +100,8 @@ class ToolRounds:
                 return
             results = [await self._one(name, arguments) for name, arguments in
                        ((c.name, c.arguments) for c in parsed.calls)]
+            if self.conv.id not in self.store:  # deleted meanwhile: nothing is written back
+                return
             Reply.answer_tools(self.store, self.conv, results)
             if self._stopped:
                 return

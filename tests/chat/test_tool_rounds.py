@@ -101,3 +101,16 @@ def test_a_call_to_a_tool_not_offered_is_text(tmp_path):
     rounds, gw, box, asked, conv, _ = rounds_for(tmp_path, [other], [])
     run(rounds.run())
     assert asked == [] and box.ran == [] and conv.messages[-1].content == other
+
+
+def test_a_conversation_deleted_while_a_call_waits_gets_nothing_written(tmp_path):
+    rounds, gw, box, asked, conv, store = rounds_for(tmp_path, [CALL, "x"], [])
+
+    async def approve(info):
+        store.delete(conv.id)
+        return ONCE
+
+    rounds.approve = approve
+    run(rounds.run())
+    assert conv.id not in store and not (tmp_path / f"{conv.id}.json").exists()
+    assert len(gw.sent) == 1

@@ -129,6 +129,8 @@ class Turns:
 
     async def forget(self, conv_id: str) -> None:
         """The conversation is being deleted: end its reply first, writing nothing more."""
+        if self.tool_turns is not None:
+            self.tool_turns.stop(conv_id)  # a call waiting for approval is denied, no round follows
         reply = self._replies.pop(conv_id, None)
         self._notices.pop(conv_id, None)
         self.take_back.forget(conv_id)
