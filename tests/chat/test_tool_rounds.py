@@ -114,3 +114,13 @@ def test_a_conversation_deleted_while_a_call_waits_gets_nothing_written(tmp_path
     run(rounds.run())
     assert conv.id not in store and not (tmp_path / f"{conv.id}.json").exists()
     assert len(gw.sent) == 1
+
+
+def test_a_draft_warm_offers_the_same_tools_as_the_turn(tmp_path):
+    from desktop.chat.draft_warm import draft_messages
+
+    rounds, gw, box, asked, conv, store = rounds_for(tmp_path, ["Five."], [])
+    run(rounds.run())
+    warm = draft_messages(conv, "And 3 + 4?", [ADD])
+    turn = Reply(Gateway(["x"]), store, conv, SamplingParams(), tools=[ADD])._request
+    assert warm[:-1] == turn and warm[0]["tools"] == gw.sent[0][0]["tools"]

@@ -309,7 +309,7 @@ class ChatPage(QWidget):
         written, while an earlier message is edited, with images attached, or when turned off)."""
         if self.busy or self.editing.index is not None or self.composer.images or not self.settings().prefill_while_typing:
             return
-        self.warmer.warm(self.conv, self.composer.draft())
+        self.warmer.warm(self.conv, self.composer.draft(), self.turns.tool_turns.specs() if self.turns.tool_turns else None)
 
     def edit(self, index: int) -> None:
         """Put a user message into the composer; sending it branches the conversation there."""
