@@ -158,6 +158,20 @@ class Settings(BaseModel):
             raise ValueError(f"the server {twice[0]} is listed twice")
         return v
 
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _usable_servers(cls, v: Any) -> Any:
+        """A damaged server entry is left out alone (logged), not the whole list."""
+        if not isinstance(v, list):
+            return v
+        kept = []
+        for i, item in enumerate(v):
+            try:
+                kept.append(item if isinstance(item, ServerConfig) else ServerConfig.model_validate(item))
+            except ValidationError as exc:
+                log.warning("MCP server %d in the settings is left out: %s", i + 1, exc.errors()[0].get("msg"))
+        return kept
+
     @field_validator("mcp_servers")
     @classmethod
     def _distinct_servers(cls, v: list[ServerConfig]) -> list[ServerConfig]:

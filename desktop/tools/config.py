@@ -23,7 +23,7 @@ class ConfigError(ValueError):
 class ServerConfig(BaseModel):
     """One MCP server: `command` (+ args, env) for stdio, or `url` (+ headers) for streamable HTTP."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)  # a newer file's fields: kept out, not fatal
 
     name: str = Field(min_length=1, max_length=64)
     command: str = ""
@@ -64,6 +64,13 @@ def server(data: Any, name: str | None = None) -> ServerConfig:
     if name is not None:
         data["name"] = name
     data.pop("type", None)  # "stdio" | "http" | "streamable-http": what command/url already say
+    data.pop("autoApprove", None)  # Cline's: here every call is approved in the chat
+    if isinstance(data.get("disabled"), bool):  # Claude Desktop's and Cline's off switch
+        data["enabled"] = not data.pop("disabled")
+    unknown = sorted(set(data) - set(ServerConfig.model_fields))
+    if unknown:
+        raise ConfigError(f"Server {data.get('name')!r}: \"{unknown[0]}\" is not a setting of an MCP server "
+                          "(use command, args, env, url, headers).")
     if "serverUrl" in data and "url" not in data:  # Windsurf's spelling
         data["url"] = data.pop("serverUrl")
     for key in ("args",):
@@ -111,8 +118,6 @@ def _sentence(err: ValidationError, name: Any) -> str:
     first = err.errors()[0]
     where = ".".join(str(p) for p in first.get("loc", ()))
     msg = first.get("msg", "is not valid").removeprefix("Value error, ")
-    if first.get("type") == "extra_forbidden":
-        msg = f"\"{where}\" is not a setting of an MCP server (use command, args, env, url, headers)"
-    elif where and where != "name" and first.get("type") != "value_error":
+    if where and where != "name" and first.get("type") != "value_error":
         msg = f"\"{where}\": {msg}"
     return f"Server {name!r}: {msg}." if name else f"{msg[0].upper()}{msg[1:]}."

@@ -71,5 +71,10 @@ def test_settings_keep_servers_and_refuse_a_name_twice(tmp_path):
     assert back.mcp_servers == [cfg] and back.mcp_servers[0].env == {"API_KEY": "s3cret"} and back.chat_tools
     with pytest.raises(ValueError, match="used twice"):
         Settings(mcp_servers=[cfg, cfg])
-    with pytest.raises(ValueError):
-        Settings.model_validate({"mcp_servers": [{"name": "b"}]})  # neither command nor url
+    kept = Settings.model_validate({"mcp_servers": [{"name": "b"}, cfg.model_dump()]})  # b: neither command nor url
+    assert kept.mcp_servers == [cfg]  # the damaged entry alone is left out
+
+
+def test_claude_desktop_disabled_and_auto_approve():
+    (cfg,) = parse_pasted('{"mcpServers": {"a": {"command": "x", "disabled": true, "autoApprove": ["rm"]}}}')
+    assert cfg.enabled is False  # and nothing is approved ahead: every call is asked in the chat
