@@ -126,7 +126,7 @@ class ChatPage(QWidget):
         self.editing = Editing(self.composer, store, view, say=say, refresh_list=self.refresh_list)
         take_back = TakeBack(store, view, self.editing, self.tasks, say=say, given=self._given_back,
                              unsaved=self._unsaved)
-        tool_turns = ToolTurns(self.toolbox, store, view, shown=shown, enabled=self.tools_button.isChecked)
+        tool_turns = ToolTurns(self.toolbox, store, view, shown=shown, enabled=self.tools_button.isChecked, say=say)
         self.turns = Turns(new_reply, store, view, self.queue_banner, self.speech, self.conversations, take_back,
                            self.tasks, shown=shown, say=say, set_busy=self.set_busy,
                            refresh_list=self.refresh_list, observers=self.reply_observers, tool_turns=tool_turns)

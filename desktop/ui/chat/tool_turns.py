@@ -11,14 +11,16 @@ from typing import Any, Callable
 from PySide6.QtWidgets import QToolButton
 
 from desktop.chat.conversations import Conversation, ConversationStore
-from desktop.chat.tool_rounds import DENY, StartReply, ToolCallInfo, ToolRounds
+from desktop.chat.tool_rounds import DENY, MAX_ROUNDS, StartReply, ToolCallInfo, ToolRounds
 from desktop.ui.chat.message_view import MessageView
 
 
 class ToolTurns:
     def __init__(self, toolbox: Any, store: ConversationStore, view: MessageView, *,
-                 shown: Callable[[], Conversation], enabled: Callable[[], bool]) -> None:
+                 shown: Callable[[], Conversation], enabled: Callable[[], bool],
+                 say: Callable[[str], None] = lambda _text: None) -> None:
         self.toolbox, self.store, self.view, self.shown, self.enabled = toolbox, store, view, shown, enabled
+        self.say = say  # the status bar
         self.always: set[str] = set()  # tools the user always allows (this run)
         self._rounds: dict[str, ToolRounds] = {}
         self._pending: dict[str, list[ToolCallInfo]] = {}  # this round's calls, not yet in the conversation
@@ -80,6 +82,9 @@ class ToolTurns:
                 self._cards.pop(info.id, None)
             self._pending[conv.id] = []
             return
+        if what == "limit":
+            self.say(f"The assistant called tools {MAX_ROUNDS} times in a row; the turn stops here. "
+                     "Send a message to let it go on.")
         if what != "call":
             return
         pending = self._pending.setdefault(conv.id, [])
