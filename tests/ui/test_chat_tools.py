@@ -125,6 +125,11 @@ def test_stop_denies_a_call_that_waits_and_nothing_runs(tmp_path, aloop, qtbot):
     assert box.ran == [] and not page.busy
     assert [m.role for m in page.conv.messages] == ["user", "assistant", "tool"]
     assert page.conv.messages[-1].call["decision"] == "deny"
+    page.open_conversation(page.conv.id)
+    (denied,) = [w.card for w in page.view.widgets() if w.card is not None]
+    assert denied.state.text() == "Denied" and "did not allow" in denied.result.text()
+    qtbot.wait(20)
+    shot(page, "chat-card-denied")
 
 
 def test_with_the_switch_off_no_tools_are_offered(tmp_path, aloop, qtbot):
