@@ -9,10 +9,11 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QTreeWidget, QTreeWidgetItem,
+    QWidget,
 )
 
 from desktop.settings import Settings
@@ -54,6 +55,7 @@ class ToolsPage(Page):
         self.tree.setColumnWidth(0, 190)
         self.tree.setColumnWidth(1, 200)
         self.tree.itemChanged.connect(self._ticked)
+        self.tree.currentItemChanged.connect(lambda *_: self._tell_state())
         self.tree.installEventFilter(self)  # Delete removes the selected server
         self.form.addRow(self.tree)
 
@@ -179,7 +181,7 @@ class ToolsPage(Page):
         self.tree.clear()
         for cfg in self.servers:
             state = self.state_of(cfg)
-            text = "Starts when you apply" if state.status == "new" else state.summary()
+            text = {"new": "Starts when you apply", "off": "Off: its tools are not offered"}.get(state.status, state.summary())
             item = QTreeWidgetItem([cfg.name, text, cfg.describe()])
             item.setData(0, Qt.ItemDataRole.UserRole, cfg.name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -201,6 +203,13 @@ class ToolsPage(Page):
         self.remove_button.setEnabled(bool(self.servers))
         self.restart_button.setEnabled(bool(self.servers) and self.manager is not None)
 
+    def _tell_state(self) -> None:
+        """A failed server's whole reason, under the list, when it is selected (the column cuts it)."""
+        item = self._selected()
+        cfg = next((c for c in self.servers if item is not None and c.name == item.data(0, Qt.ItemDataRole.UserRole)), None)
+        if cfg is not None and self.state_of(cfg).status == FAILED:
+            self._say(f"{cfg.name}: {self.state_of(cfg).summary()}", self.tree)
+
     def _ticked(self, item: QTreeWidgetItem, column: int) -> None:
         name = item.data(0, Qt.ItemDataRole.UserRole)
         if column != 0 or name is None:
@@ -208,6 +217,7 @@ class ToolsPage(Page):
         on = item.checkState(0) == Qt.CheckState.Checked
         self.servers = [s.model_copy(update={"enabled": on}) if s.name == name else s for s in self.servers]
         self.changed.emit()
+        QTimer.singleShot(0, self._fill)  # its state anew, once this signal is over (the item is rebuilt)
 
     def _selected(self) -> QTreeWidgetItem | None:
         item = self.tree.currentItem()
@@ -222,7 +232,7 @@ class ToolsPage(Page):
         self.changed.emit()
         return True
 
-    def _say(self, text: str, focus: QLineEdit | QPlainTextEdit) -> bool:
+    def _say(self, text: str, focus: QWidget) -> bool:
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setText(text)
         focus.setFocus()

@@ -58,7 +58,10 @@ def test_tools_page_adds_a_pasted_server_shows_its_tools_and_removes_it(qtbot):
         page.tree.setFocus()
         QTest.keyClick(page.tree, Qt.Key.Key_Space)  # its tools off, from the keyboard
         assert page.values()["mcp_servers"][0]["enabled"] is False
+        qtbot.waitUntil(lambda: page.tree.topLevelItem(0).text(1).startswith("Off"))
         page.tree.setCurrentItem(page.tree.topLevelItem(1))
+        shot(page, "settings-tools-failed")
+        assert page.error.text().startswith("web: Failed: could not connect")  # the whole reason, selected
         page.restart_button.click()  # the failed one is tried again, and fails again, said in words
         qtbot.waitUntil(lambda: page.tree.topLevelItem(1).text(1).startswith("Failed: could not connect"), timeout=30_000)
         page.tree.setFocus()
