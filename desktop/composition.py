@@ -23,6 +23,7 @@ from desktop.protocol import WorkerHost
 from desktop.settings import Settings, save_settings
 from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.tasks import TaskSet
+from desktop.tools.manager import ToolManager
 from desktop.ui.main_window import MainWindow
 from desktop.ui.theme import apply_theme
 from desktop.engine_proxy import EngineProxy
@@ -59,6 +60,8 @@ class Composition(QObject):
         self._tasks = TaskSet()
         self._lock = asyncio.Lock()
         self._closed = False
+        self.tools = ToolManager()  # the MCP servers of Settings → Tools, on a thread of their own
+        self.tools.apply(settings.mcp_servers, wait=False)
         self.api = ApiControl(self._api_engine, self._loading, lambda: live_from_snapshot(self.snapshot()))
         self.api.server.listeners.append(self.api_status.emit)
         self.engine = EngineRunner(
@@ -68,7 +71,7 @@ class Composition(QObject):
             on_images=lambda images: self.pages.set_supports_images(images), spawn=self.spawn)
         self.pages = Pages(lambda: self.settings, self.engine.proxy, model=lambda: self.engine.model_name,
                            sees_images=lambda: self.engine.supports_images, recording_status=self.recording_status.emit,
-                           save=self.save, open_settings=self.open_settings)
+                           save=self.save, open_settings=self.open_settings, tools=self.tools)
 
     # ------------------------------------------------------------------ what the parts own
 
@@ -213,6 +216,8 @@ class Composition(QObject):
             if new.theme != old.theme:
                 apply_theme(self.app, new.theme)
             self.pages.apply(old, new)
+            if new.mcp_servers != old.mcp_servers:
+                self.tools.apply(new.mcp_servers, wait=False)  # started or stopped off this thread
             if not self._closed:
                 await self.api.apply(new)  # live: never reloads the model
             if self._closed:
@@ -240,7 +245,7 @@ class Composition(QObject):
         if self.settings_dialog is None:
             dialog = self.settings_dialog = SettingsDialog(self.settings, self.window, sound_devices=sound_devices(),
                                                            api_status=self.api.status, page=page or self._settings_page,
-                                                           snapshots=self.snapshots)
+                                                           snapshots=self.snapshots, tools=self.tools)
             dialog.applied.connect(lambda new: self.spawn(self.apply_settings(new)))
             self.api_status.connect(dialog.show_api_status)
             dialog.finished.connect(self._settings_closed)
@@ -292,6 +297,7 @@ class Composition(QObject):
         await self._stop_engine()
         await self.pages.close()  # the recordings' last lines, then the voice
         await self._tasks.cancel_all()
+        await asyncio.get_running_loop().run_in_executor(None, self.tools.close)  # the MCP servers' processes
         self._chores.shutdown(wait=False)  # a deletion under way finishes on its own; the rest at the next start
         if window is not None:
             window.deleteLater()

@@ -27,9 +27,10 @@ class Pages:
 
     def __init__(self, settings: Callable[[], Settings], engine: EngineApi, *, model: Callable[[], str | None],
                  sees_images: Callable[[], bool], recording_status: Callable[[str], None],
-                 save: Callable[[], None], open_settings: Callable[[str], None]) -> None:
+                 save: Callable[[], None], open_settings: Callable[[str], None], tools: Any = None) -> None:
         self._settings, self._engine, self._model, self._sees_images = settings, engine, model, sees_images
         self._recording_status, self._save, self._open_settings = recording_status, save, open_settings
+        self._tools = tools  # desktop.tools.manager.ToolManager: the MCP servers the chat may use
         self.chat_page: QWidget | None = None
         self.store: Any = None  # desktop.chat.conversations.ConversationStore, built with the chat page
         self.voice: Any = None  # desktop.speech.voice.Voice, built with the chat page
@@ -62,7 +63,7 @@ class Pages:
             self.store = self.store or ConversationStore.default()
             self.voice = Voice.create(self._settings())  # never raises: no sound device → audio off, said in the UI
             page = ChatPage(self._engine, self.store, self._settings, supports_images=self._sees_images(),
-                            voice=self.voice)
+                            voice=self.voice, tools=self._tools)
         except Exception as exc:  # a broken chat page must not take the window down with it
             log.exception("The chat page could not be built")
             return ComingSoonPage("chat", "Chat is unavailable", f"The chat page could not be loaded: {exc}. "
@@ -71,6 +72,7 @@ class Pages:
             page.reply_observers.append(self.recordings.chats.observe)
         page.conversation_changed.connect(self._conversation_changed)
         page.voice_toggled.connect(self._voice_toggled)
+        page.tools_toggled.connect(self._tools_toggled)
         return page
 
     def _make_call_page(self) -> QWidget | None:
@@ -138,6 +140,10 @@ class Pages:
         """New settings that apply at once: the voice, and the Call page's mode."""
         self._apply_voice(old, new)
         self._apply_call_mode(old, new)
+
+    def _tools_toggled(self, on: bool) -> None:
+        self._settings().chat_tools = on
+        self._save()
 
     def _voice_toggled(self, on: bool) -> None:
         self._settings().voice_enabled = on

@@ -16,6 +16,7 @@ from desktop.model.loader import ModelSpec
 from desktop.model.messages import first_unencodable
 from desktop.model.params import SEED_LIMIT, SamplingParams
 from desktop.safefile import clean_stale_temps, load_json, set_aside, shorten, write_atomic
+from desktop.tools.config import MAX_SERVERS, ServerConfig
 from desktop.workers.config import WorkerConfig
 from desktop.workers.kv_disk.files import kv_root
 from desktop.workers.remote.spec import RemoteSpec, check_text, check_url
@@ -75,6 +76,10 @@ class Settings(BaseModel):
     kv_disk_budget_mb: int = Field(2048, ge=0, le=10_000_000)  # KV snapshots on disk (0: none kept)
     context_overflow: Literal["forget", "stop"] = "forget"  # past the window: forget the oldest messages, or stop
     remote_workers: list[RemoteWorker] = Field(default_factory=list, max_length=16)
+    # MCP servers whose tools the chat may offer the model (issue 24: desktop/tools/); their env
+    # and headers hold the user's secrets as given
+    mcp_servers: list[ServerConfig] = Field(default_factory=list, max_length=MAX_SERVERS)
+    chat_tools: bool = False  # the chat offers the enabled servers' tools (one switch for all chats)
     # sampling defaults
     temperature: float = Field(0.6, ge=0.0, le=5.0)
     top_p: float = Field(0.9, gt=0.0, le=1.0)
@@ -151,6 +156,29 @@ class Settings(BaseModel):
         twice = next((w for i, w in enumerate(seen) if w in seen[:i]), None)
         if twice is not None:
             raise ValueError(f"the server {twice[0]} is listed twice")
+        return v
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _usable_servers(cls, v: Any) -> Any:
+        """A damaged server entry is left out alone (logged), not the whole list."""
+        if not isinstance(v, list):
+            return v
+        kept = []
+        for i, item in enumerate(v):
+            try:
+                kept.append(item if isinstance(item, ServerConfig) else ServerConfig.model_validate(item))
+            except ValidationError as exc:
+                log.warning("MCP server %d in the settings is left out: %s", i + 1, exc.errors()[0].get("msg"))
+        return kept
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _distinct_servers(cls, v: list[ServerConfig]) -> list[ServerConfig]:
+        names = [c.name for c in v]
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:
+            raise ValueError(f"the MCP server name {twice!r} is used twice")
         return v
 
     def remote_specs(self) -> list[RemoteSpec]:

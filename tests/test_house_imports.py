@@ -19,6 +19,7 @@ FLOORS = [
     {"speech", "api_control", "engine_hosts", "serve"},
     {"gateway", "settings", "cli_conversation"},
     {"chat", "api"},
+    {"tools"},
     {"workers"},
     {"protocol"},
     {"model", "media"},

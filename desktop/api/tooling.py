@@ -21,6 +21,7 @@ from desktop.bounded import BoundedDict
 from desktop.errors import InvalidRequest
 from desktop.model import grammar
 from desktop.model.tool_calls import ParsedReply, parse
+from desktop.model.tool_render import tools_json
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 CHOICES = ("none", "auto", "required")
@@ -116,7 +117,7 @@ def tool_messages(messages: list[dict[str, Any]], plan: ToolPlan, memory: CallMe
             m.pop("tool_call_id", None)
         out.append(m)
     if out and plan.tools:
-        out[0]["tools"] = json.dumps(plan.tools, ensure_ascii=False, sort_keys=True)
+        out[0]["tools"] = tools_json(plan.tools)
     return out
 
 

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 APP = "omnidesk"
 FORMAT_VERSION = 1
 TITLE_CHARS = 40
-ROLES = ("user", "assistant", "system")
+ROLES = ("user", "assistant", "system", "tool")
 MAX_FILE_BYTES = 64 << 20  # one conversation file; a larger one is set aside unread
 SET_ASIDE = "set-aside"  # the folder, under the store's, where unreadable files are moved
 STREAMING, INTERRUPTED = "streaming", "interrupted"  # StoredMessage.status of an unfinished reply
@@ -72,6 +72,7 @@ class StoredMessage:
     shown: int = 0
     branches: list[Branch] = field(default_factory=list)
     branch: int = 0
+    call: dict[str, Any] | None = None  # a tool message's call: id, name, arguments, ok, seconds, decision
 
     def copy(self) -> StoredMessage:
         """A copy that shares nothing that changes with this one."""
@@ -79,7 +80,8 @@ class StoredMessage:
                              list(self.images), self.status,
                              [ReplyVersion(v.content, dict(v.stats) if v.stats else None, v.created)
                               for v in self.versions], self.shown,
-                             [Branch([m.copy() for m in b.messages]) for b in self.branches], self.branch)
+                             [Branch([m.copy() for m in b.messages]) for b in self.branches], self.branch,
+                             dict(self.call) if self.call else None)
 
 
 @dataclass(slots=True)
@@ -309,7 +311,18 @@ def _message(m: Any, where: str, fallback_time: float) -> StoredMessage:
                          [clean_text(p) for p in images if isinstance(p, str) and p and "\0" not in p],
                          INTERRUPTED if unfinished else "",  # whoever was writing it is gone
                          versions, _index(m.get("shown"), len(versions)),
-                         branches, _index(m.get("branch"), len(branches)))
+                         branches, _index(m.get("branch"), len(branches)), _call(m))
+
+
+def _call(m: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool message's call (None for others); one without a call id is given one."""
+    if m["role"] != "tool":
+        return None
+    call = m.get("call") if isinstance(m.get("call"), dict) else {}
+    call = {k: v for k, v in call.items() if isinstance(k, str) and isinstance(v, (str, int, float, bool))}
+    if not isinstance(call.get("id"), str) or not call["id"]:
+        call["id"] = "call_saved"
+    return call
 
 
 def _index(value: Any, others: int) -> int:

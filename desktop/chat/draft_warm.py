@@ -8,6 +8,7 @@ from typing import Any
 
 from desktop.chat.conversations import Conversation
 from desktop.chat.reply import request_messages
+from desktop.model.tool_render import tools_json
 from desktop.errors import OmnideskError
 from desktop.model.params import SamplingParams
 from desktop.protocol import Done
@@ -19,10 +20,13 @@ log = logging.getLogger(__name__)
 WARM = SamplingParams(max_tokens=0)  # prefill only
 
 
-def draft_messages(conv: Conversation, text: str) -> list[dict[str, Any]]:
+def draft_messages(conv: Conversation, text: str, tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """What Send will ask with this draft: the conversation, then the draft as the user's message
-    (stripped, as the composer sends it)."""
-    return request_messages(conv) + [{"role": "user", "content": text.strip()}]
+    (stripped, as the composer sends it), with the tools the turn will offer on the first message."""
+    out = request_messages(conv) + [{"role": "user", "content": text.strip()}]
+    if tools:
+        out[0]["tools"] = tools_json(tools)
+    return out
 
 
 class DraftWarmer:
@@ -36,7 +40,7 @@ class DraftWarmer:
         self._warmed: dict[str, str] = {}  # conversation id → the draft last sent as a warm
         self._placed: set[str] = set()  # conversations a warm of whose draft reached a slot
 
-    def warm(self, conv: Conversation, text: str) -> bool:
+    def warm(self, conv: Conversation, text: str, tools: list[dict[str, Any]] | None = None) -> bool:
         """Prefill `conv` with the draft `text` (nothing for an empty draft, one already warmed,
         or a conversation that does not end with a reply); True when a warm was sent."""
         draft = text.strip()
@@ -45,7 +49,7 @@ class DraftWarmer:
         if conv.messages and conv.messages[-1].role != "assistant":  # the turn before is unanswered
             return False
         try:
-            stream = self.engine.chat(draft_messages(conv, draft), WARM, conversation=conv.id)
+            stream = self.engine.chat(draft_messages(conv, draft, tools), WARM, conversation=conv.id)
         except OmnideskError as exc:  # not ready, too long, …: Send will say; a warm just does not happen
             log.debug("No warm for conversation %s: %s", conv.id, exc.message)
             return False

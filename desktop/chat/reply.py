@@ -25,6 +25,7 @@ from desktop.protocol import (
 )
 from desktop.errors import OmnideskError
 from desktop.model.params import SamplingParams
+from desktop.model.tool_render import tools_json
 from desktop.protocol.engine import EngineApi
 
 log = logging.getLogger(__name__)
@@ -46,15 +47,23 @@ class Phase(str, Enum):
     FAILED = "failed"  # ended with an error (`error`)
 
 
-def request_messages(conv: Conversation) -> list[dict[str, Any]]:
-    """What the gateway gets: the system prompt, then every message (images as content parts)."""
+def request_messages(conv: Conversation, tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """What the gateway gets: the system prompt, then every message (images as content parts; a
+    tool message with the call it answers; a reply that made calls as the text the model generated,
+    so its KV is reused), and the tools offered (OpenAI's form) on the first message."""
     out: list[dict[str, Any]] = [{"role": "system", "content": conv.system_prompt}] if conv.system_prompt else []
     for m in conv.messages:
         if m.images:
             parts = [{"type": "image", "path": p} for p in m.images] + [{"type": "text", "text": m.content}]
             out.append({"role": m.role, "content": parts})
+        elif m.role == "tool":
+            call = m.call or {}
+            out.append({"role": "tool", "content": m.content, "tool_call_id": call.get("id") or "call_saved",
+                        "name": call.get("name", "")})
         else:
             out.append({"role": m.role, "content": m.content})
+    if tools and out:
+        out[0]["tools"] = tools_json(tools)
     return out
 
 
@@ -103,7 +112,7 @@ class Reply:
     def __init__(self, gateway: EngineApi, store: ConversationStore, conv: Conversation, params: SamplingParams, *,
                  previous: StoredMessage | None = None, continuing: bool = False, edit: Edit | None = None,
                  again: bool = False, typed: bool = False, overflow: str = "slide",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 tools: list[dict[str, Any]] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         if again:
             if previous is not None or continuing or not conv.messages or conv.messages[-1].role != "assistant":
                 raise ValueError("Only the reply at the end of a conversation can be written again.")
@@ -113,7 +122,8 @@ class Reply:
         self.typed, self.overflow = typed, overflow
         self.view: PrefillDone | None = None  # where the model's view of the conversation starts (a slide)
         self.undone: StoredMessage | None = None  # the edited message, when the edit was taken back
-        self._request = request_messages(conv)
+        self.tools = list(tools or [])  # offered to the model (OpenAI's form): its reply may call them
+        self._request = request_messages(conv, self.tools)
         if continuing:
             if not conv.messages or conv.messages[-1].role != "assistant":
                 raise ValueError("Only a reply at the end of a conversation can be continued.")
@@ -162,6 +172,14 @@ class Reply:
             undo(conv, edit)
             raise
         return edit
+
+    @staticmethod
+    def answer_tools(store: ConversationStore, conv: Conversation, results: list[StoredMessage]) -> None:
+        """A tool round's results (tool messages, in the order of the calls) after the reply that
+        made the calls, saved before the model reads them. OSError when they could not be saved."""
+        conv.messages.extend(results)
+        conv.updated = max(time.time(), conv.updated)
+        store.save(conv)
 
     def take_back(self) -> StoredMessage | None:
         """After the reply ended refused: take the unanswered user message out of the conversation
@@ -218,6 +236,11 @@ class Reply:
         finally:
             if self._flusher is not None:
                 await asyncio.shield(self._flusher)
+
+    async def saved(self) -> None:
+        """Wait until what the reply wrote is on disk (its last write, if one is under way)."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.shield(self._flusher)
 
     async def _open(self) -> Any:
         """The request's event stream; while the model is still loading ("not_ready"), wait for it.

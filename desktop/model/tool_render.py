@@ -21,6 +21,12 @@ HERMES_TOOLS = (
 )
 
 
+def tools_json(tools: Sequence[dict[str, Any]]) -> str:
+    """The tools offered, as the first message's `tools` field carries them (the API and the chat
+    write them alike, so both share a slot's prefix)."""
+    return json.dumps(list(tools), ensure_ascii=False, sort_keys=True)
+
+
 def renders_tools(tokenizer: Any) -> bool:
     """Whether the tokenizer's chat template writes the tools it is given."""
     msgs = [{"role": "user", "content": "x"}]

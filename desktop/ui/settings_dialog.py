@@ -17,6 +17,7 @@ from desktop.ui.settings_call import CallsPage
 from desktop.ui.settings_form import Page, hint
 from desktop.ui.settings_pages import ApiPage, AudioPage, CachePage, ModelPage, RecordingPage, SamplingPage
 from desktop.ui.settings_remote import RemotePage
+from desktop.ui.settings_tools import ToolsPage
 
 log = logging.getLogger(__name__)
 RELOAD_NOTE = "Changing the model, device, workers or cache reloads the model."
@@ -35,7 +36,7 @@ class SettingsDialog(QDialog):
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
                  sound_devices: Any = None, api_status: Any = None, page: str | None = None,
-                 snapshots: Any = None) -> None:
+                 snapshots: Any = None, tools: Any = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._current = settings  # what is in effect: the initial settings, then the last applied
@@ -46,7 +47,7 @@ class SettingsDialog(QDialog):
             self.model_page, CachePage(settings, snapshots), SamplingPage(settings),
             AudioPage(settings, sound_devices if sound_devices is not None else []), CallsPage(settings),
             RecordingPage(settings), self.api_page,
-            RemotePage(settings),
+            RemotePage(settings), ToolsPage(settings, tools),
         ]
         layout = QVBoxLayout(self)  # children in visual order: the focus chain follows it
         self.tabs = QTabWidget(self)

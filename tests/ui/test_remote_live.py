@@ -111,7 +111,7 @@ def test_a_server_added_in_the_dialog_shows_up_without_a_restart(env, qapp, aloo
         comp.engine_state.connect(states.append)
         comp.open_settings()
         dialog = comp.settings_dialog
-        page = dialog.pages[-1]
+        page = dialog.pages[-2]  # Remote workers; the Tools page comes last
         dialog.tabs.setCurrentWidget(page)
         url = closed_port()
         page.url.setText(url)

@@ -52,7 +52,7 @@ def test_shows_current_values(make, tmp_path):
                  recording_enabled=True, retention_days=9, max_storage_gb=1.5, api_server_enabled=True,
                  api_port=9001, remote_workers=[{"url": "http://gpu.lan:8080", "model": "m", "api_key": "k"}])
     dlg = make(s)
-    model, cache, sampling, audio, _calls, recording, api, remote = dlg.pages
+    model, cache, sampling, audio, _calls, recording, api, remote, _tools = dlg.pages
     assert model.local.isChecked() and model.path.text() == str(tmp_path)
     assert (model.device.currentText(), model.dtype.currentText()) == ("cuda:1", "bfloat16")
     assert (model.workers.value(), model.slots.value()) == (3, 6)

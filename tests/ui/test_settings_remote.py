@@ -22,7 +22,7 @@ def dialog(qtbot):
         qtbot.addWidget(dlg)
         dlg.open()
         qtbot.waitExposed(dlg)
-        page = dlg.pages[-1]
+        page = dlg.pages[-2]  # the Tools page comes last
         assert isinstance(page, RemotePage)
         dlg.tabs.setCurrentWidget(page)
         return dlg, page

@@ -103,4 +103,4 @@ def test_tool_rounds_cached_equal_uncached(tiny_lm, masked, mode, num_slots, ops
         assert list(done.token_ids) == masked.chat(conv, limit, grammar), (mode, op, done.stats)
         conv.append(Message("assistant", done.text))
         if op[0] == "generated":
-            conv.append(Message("tool", op[1], tool_call_id=f"g{n}"))
+            conv.append(Message("tool", op[1], tool_call_id=f"g{n}", name="search"))  # the chat's tool rounds (chat/tool_rounds.py)

@@ -273,6 +273,8 @@ class MessageView(QScrollArea):
         """The widget of a saved message (with its versions, a regenerated reply)."""
         widget = self._build(m.role, m.content, index, m.stats, m.status == INTERRUPTED, m.images)
         widget.set_versions(*position(m))
+        if widget.card is not None:
+            widget.card.show_saved(m.call, m.content)
         return widget
 
     def _refresh(self) -> None:

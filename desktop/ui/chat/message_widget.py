@@ -18,13 +18,20 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.chat.reply_limit import limit_of
+from desktop.chat.tool_rounds import prose
 from desktop.ui.chat.badge import Badge
 from desktop.ui.chat.limit_row import LimitRow
 from desktop.ui.chat.markdown_view import MarkdownView
 from desktop.ui.chat.thumbnails import ThumbnailStrip, names_of
+from desktop.ui.chat.tool_card import ToolCard
 from desktop.ui.style import accent, base, blend, muted, small_font
 
-ROLE_NAMES = {"user": "You", "assistant": "Assistant"}
+ROLE_NAMES = {"user": "You", "assistant": "Assistant", "tool": "Tool call"}
+
+
+def shown(role: str, text: str) -> str:
+    """What a message shows: a reply without the tool calls it made (those show as cards)."""
+    return prose(text) if role == "assistant" else text
 THINKING = "Thinking…"
 INTERRUPTED_NOTE = "This reply was interrupted before it was finished."
 
@@ -98,9 +105,14 @@ class MessageWidget(QFrame):
         self.thumbnails = ThumbnailStrip()
         self.thumbnails.set_images(names_of(list(images)))
         layout.addWidget(self.thumbnails)
+        self.card: ToolCard | None = None  # a tool message's call (set up by the view)
+        if role == "tool":
+            self.card = ToolCard()
+            layout.addWidget(self.card)
+            text = ""
         self.body = MarkdownView(markdown=role == "assistant")
-        self.body.set_text(text)
-        self.body.setVisible(bool(text))  # a reply before its first words: no empty block
+        self.body.set_text(shown(role, text))
+        self.body.setVisible(bool(shown(role, text)))  # a reply before its first words: no empty block
         layout.addWidget(self.body)
         self.badge = Badge()
         self.badge.set_stats(stats)
@@ -162,9 +174,10 @@ class MessageWidget(QFrame):
         return button
 
     def text(self) -> str:
-        return self.body.text()
+        return self.card.plain() if self.card is not None else self.body.text()
 
     def set_text(self, text: str) -> None:
+        text = shown(self.role, text)
         self.body.set_text(text)
         self.body.setVisible(bool(text))
         self._waiting.setVisible(not text)

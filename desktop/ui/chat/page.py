@@ -29,6 +29,7 @@ from desktop.ui.chat.notice import QueueBanner
 from desktop.ui.chat.preset_bar import PresetBar
 from desktop.ui.chat.preset_voice import settings_voice
 from desktop.ui.chat.take_back import TakeBack
+from desktop.ui.chat.tool_turns import ToolTurns, tools_switch
 from desktop.ui.chat.turn import Turns
 from desktop.ui.chat.versions import Versions
 from desktop.ui.chat.voice_control import ChatVoice
@@ -74,12 +75,14 @@ class ChatPage(QWidget):
     conversation_changed = Signal(str)
     busy_changed = Signal(bool)
     voice_toggled = Signal(bool)
+    tools_toggled = Signal(bool)  # the Tools switch: save it as settings.chat_tools
 
     def __init__(self, gateway: EngineApi, store: ConversationStore, settings: Callable[[], Settings], *,
                  supports_images: bool = False, presets: PresetStore | None = None,
-                 voice: Voice | None = None, parent: QWidget | None = None) -> None:
+                 voice: Voice | None = None, tools: Any = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.gateway, self.store, self.settings = gateway, store, settings
+        self.toolbox = tools  # desktop.tools.manager.ToolManager (None: no tools)
         self.presets = presets if presets is not None else PresetStore(store.root.parent)
         # Called with each engine Reply as it starts (on this thread), e.g. the chat recorder.
         self.reply_observers: list[Callable[[Any], None]] = []
@@ -97,6 +100,8 @@ class ChatPage(QWidget):
         self.meter = WindowMeter()
         self.speech = ChatVoice(self.view, settings().voice_enabled, self, self.presets)
         self.composer.add_tool(self.speech.button)
+        self.tools_button = tools_switch(settings().chat_tools, self.tools_toggled.emit)
+        self.composer.add_tool(self.tools_button)
         self._build_parts()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -121,9 +126,10 @@ class ChatPage(QWidget):
         self.editing = Editing(self.composer, store, view, say=say, refresh_list=self.refresh_list)
         take_back = TakeBack(store, view, self.editing, self.tasks, say=say, given=self._given_back,
                              unsaved=self._unsaved)
+        tool_turns = ToolTurns(self.toolbox, store, view, shown=shown, enabled=self.tools_button.isChecked, say=say)
         self.turns = Turns(new_reply, store, view, self.queue_banner, self.speech, self.conversations, take_back,
                            self.tasks, shown=shown, say=say, set_busy=self.set_busy,
-                           refresh_list=self.refresh_list, observers=self.reply_observers)
+                           refresh_list=self.refresh_list, observers=self.reply_observers, tool_turns=tool_turns)
         self.versions = Versions(store, view, self.speech, shown=shown, busy=lambda: self.busy, say=say,
                                  refresh_list=self.refresh_list, redraw_turn=self.turns.show)
         self.actions = ConversationActions(store, self.conversations, view, self.turns, self.tasks, self, shown=shown,
@@ -167,8 +173,8 @@ class ChatPage(QWidget):
 
     @property
     def busy(self) -> bool:
-        """Whether the shown conversation's reply is being written."""
-        return self.reply is not None
+        """Whether the shown conversation's reply is being written (or its tool calls run)."""
+        return self.turns.busy(self.conv.id)
 
     @property
     def reply(self) -> Reply | None:
@@ -236,6 +242,10 @@ class ChatPage(QWidget):
         """Speak replies with this voice (None: no voice toggle)."""
         self.speech.set_voice(voice)
 
+    def set_tools_enabled(self, on: bool) -> None:
+        """Follow settings.chat_tools changed elsewhere."""
+        self.tools_button.setChecked(on)
+
     def set_voice_enabled(self, on: bool) -> None:
         """Follow settings.voice_enabled changed elsewhere (the settings dialog)."""
         self.speech.set_enabled(on)
@@ -298,7 +308,7 @@ class ChatPage(QWidget):
         written, while an earlier message is edited, with images attached, or when turned off)."""
         if self.busy or self.editing.index is not None or self.composer.images or not self.settings().prefill_while_typing:
             return
-        self.warmer.warm(self.conv, self.composer.draft())
+        self.warmer.warm(self.conv, self.composer.draft(), self.turns.tool_turns.specs() if self.turns.tool_turns else None)
 
     def edit(self, index: int) -> None:
         """Put a user message into the composer; sending it branches the conversation there."""

@@ -16,6 +16,7 @@ from desktop.chat.reply import Phase, Reply
 from desktop.chat.reply_versions import count
 from desktop.ui.chat.conversation_list import ConversationList
 from desktop.ui.chat.message_view import MessageView
+from desktop.ui.chat.tool_turns import ToolTurns
 from desktop.ui.chat.message_widget import THINKING, MessageWidget
 from desktop.ui.chat.notice import UNANSWERED, QueueBanner, eta_text, friendly, in_user_terms
 from desktop.ui.chat.take_back import TakeBack, wanted
@@ -52,12 +53,13 @@ class Turns:
                  banner: QueueBanner, speech: ChatVoice, rows: ConversationList, take_back: TakeBack,
                  tasks: TaskSet, *, shown: Callable[[], Conversation], say: Callable[[str], None],
                  set_busy: Callable[[bool], None], refresh_list: Callable[[], None],
-                 observers: list[Callable[[Any], None]]) -> None:
+                 observers: list[Callable[[Any], None]], tool_turns: ToolTurns | None = None) -> None:
         self.new_reply, self.store, self.view, self.banner = new_reply, store, view, banner
         self.speech, self.rows, self.tasks = speech, rows, tasks
         self.take_back = take_back  # refused messages go back into the text box
         self.shown, self.say, self.set_busy, self.refresh_list = shown, say, set_busy, refresh_list
         self.observers = observers
+        self.tool_turns = tool_turns  # tool rounds, when the chat offers tools
         self._replies: dict[str, Reply] = {}
         self._notices: dict[str, tuple[str, str, bool, bool]] = {}  # id → text, detail, error, retry
         self._runs: dict[Reply, asyncio.Task] = {}  # each reply's task, until the reply ends
@@ -65,12 +67,35 @@ class Turns:
     def of(self, conv_id: str) -> Reply | None:
         return self._replies.get(conv_id)
 
+    def busy(self, conv_id: str) -> bool:
+        """Whether the conversation's turn goes on: a reply is written, or its tool calls wait or run."""
+        return conv_id in self._replies or (self.tool_turns is not None and self.tool_turns.running(conv_id))
+
     def start(self, conv: Conversation, *, again: bool = False, continuing: bool = False,
               edit: Edit | None = None, typed: bool = False) -> Reply:
         """Write a reply to `conv` (the shown conversation); `again`: its last reply again (the old
         one comes back if no new reply arrives); `edit`: the edit that made its last message (taken
-        back if the reply fails); `typed`: its last message was prefilled while it was typed."""
-        reply = self.new_reply(conv, again=again, continuing=continuing, edit=edit, typed=typed)
+        back if the reply fails); `typed`: its last message was prefilled while it was typed. With
+        tools on, the turn runs as tool rounds (each round's Reply started here too)."""
+        tools = self.tool_turns.specs() if self.tool_turns is not None else []
+        reply = self._start_one(conv, tools, again=again, continuing=continuing, edit=edit, typed=typed)
+        if tools and self.tool_turns is not None:
+            first = [reply]
+            rounds = self.tool_turns.begin(conv, lambda t: first.pop() if first else self._start_one(conv, t))
+            self.tasks.spawn(self._tool_rounds(conv, rounds))
+        return reply
+
+    async def _tool_rounds(self, conv: Conversation, rounds: Any) -> None:
+        try:
+            await rounds.run()
+        finally:
+            assert self.tool_turns is not None
+            self.tool_turns.end(conv.id)
+            if conv is self.shown():
+                self.show()
+
+    def _start_one(self, conv: Conversation, tools: list[dict[str, Any]], **how: Any) -> Reply:
+        reply = self.new_reply(conv, tools=tools, **how)
         self.take_back.forget(conv.id)
         self._replies[conv.id] = reply
         self._notices.pop(conv.id, None)
@@ -89,6 +114,8 @@ class Turns:
         return reply
 
     def stop(self, conv_id: str) -> None:
+        if self.tool_turns is not None:
+            self.tool_turns.stop(conv_id)
         reply = self._replies.get(conv_id)
         if reply is not None:
             self.tasks.spawn(reply.stop())
@@ -102,6 +129,8 @@ class Turns:
 
     async def forget(self, conv_id: str) -> None:
         """The conversation is being deleted: end its reply first, writing nothing more."""
+        if self.tool_turns is not None:
+            self.tool_turns.stop(conv_id)  # a call waiting for approval is denied, no round follows
         reply = self._replies.pop(conv_id, None)
         self._notices.pop(conv_id, None)
         self.take_back.forget(conv_id)
@@ -117,7 +146,13 @@ class Turns:
         its messages), or the notice of its last reply that ended without an answer."""
         conv = self.shown()
         reply = self._replies.get(conv.id)
-        self.set_busy(reply is not None)
+        rounds = self.tool_turns is not None and self.tool_turns.running(conv.id)
+        self.set_busy(reply is not None or rounds)
+        if reply is None and rounds:  # between rounds: the calls wait for approval or run
+            self.banner.hide()
+            if self.view.count() < len(conv.messages) + 1:
+                self.tool_turns.draw_pending(conv)  # type: ignore[union-attr]
+            return
         if reply is None:
             self.banner.hide()
             if self.take_back.pending(conv.id):  # refused while another conversation was shown
