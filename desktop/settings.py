@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 APP = "omnidesk"
 MAX_BYTES = 1 << 20  # a settings file is a few KB; anything near this is not one
 MAX_TEXT = 4096  # characters in any text setting (paths, names, the window geometry)
-VERSION = 2  # settings_version of the files this code writes (see _migrate)
+VERSION = 3  # settings_version of the files this code writes (see _migrate)
 OLD_DEFAULT_SLOTS = 4  # slots_per_worker's default before it became automatic (version 1)
+OLD_DEFAULT_DEVICE = "cpu"  # device's default before "auto" (versions 1 and 2)
 _BRIEF = reprlib.Repr()  # a bad value as the warning shows it: short, and safe on deep nesting
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlist, _BRIEF.maxdict = 2, 40, 40, 3, 3
 
@@ -65,7 +66,7 @@ class Settings(BaseModel):
     # model and workers
     model_source: str = "default"  # "default", a local Hugging Face folder or a .gguf file
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on a GPU or a CPU with native bf16
-    device: str = "cpu"  # cpu | cuda | cuda:N
+    device: str = "auto"  # auto (the readiness check's choice: every GPU, else the CPU) | cpu | cuda | cuda:N
     workers: int = Field(1, ge=1, le=16)  # CPU workers (GPUs: one per device)
     slots_per_worker: int = Field(0, ge=0, le=256)  # conversations kept in memory; 0: as many as the KV budget holds
     cache_mode: Literal["off", "spc", "imc", "imc+spc"] = "imc+spc"
@@ -130,8 +131,8 @@ class Settings(BaseModel):
     @classmethod
     def _device(cls, v: str) -> str:
         v = v.strip().lower()
-        if v not in ("cpu", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()):
-            raise ValueError("device must be cpu, cuda or cuda:N")
+        if v not in ("auto", "cpu", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()):
+            raise ValueError("device must be auto, cpu, cuda or cuda:N")
         return v
 
     @field_validator("model_source")
@@ -169,8 +170,12 @@ class Settings(BaseModel):
             raise ValueError("needs an API key: other computers could reach the server on this address")
         return v
 
-    def model_spec(self) -> ModelSpec:
-        return ModelSpec(self.model_source, self.dtype, self.device)
+    def model_spec(self, device: str | None = None) -> ModelSpec:
+        """`device`: what "auto" resolved to (engine_hosts asks the readiness check); without it
+        "auto" reads as the CPU."""
+        if device is None:
+            device = "cpu" if self.device == "auto" else self.device
+        return ModelSpec(self.model_source, self.dtype, device)
 
     def worker_config(self) -> WorkerConfig:
         return WorkerConfig(
@@ -246,11 +251,15 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     """An older file's values, as this version means them. Version 1 (no settings_version) wrote
     slots_per_worker = 4, its default, whether or not the user chose it: 4 becomes automatic
-    (0: as many conversations as the KV budget holds); another number was a choice and is kept."""
+    (0: as many conversations as the KV budget holds); another number was a choice and is kept.
+    Versions 1 and 2 wrote device = "cpu", its default: it becomes "auto" the same way."""
     version = data.get("settings_version", 1)
     if isinstance(version, int) and version < 2 and data.get("slots_per_worker") == OLD_DEFAULT_SLOTS:
         log.info("Conversations kept in memory: now automatic (from the KV budget), was the old default of 4")
         data = {**data, "slots_per_worker": 0}
+    if isinstance(version, int) and version < 3 and data.get("device") == OLD_DEFAULT_DEVICE:
+        log.info("Device: now automatic (the readiness check's choice), was the old default of cpu")
+        data = {**data, "device": "auto"}
     return {**data, "settings_version": VERSION}
 
 
