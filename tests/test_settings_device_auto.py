@@ -1,0 +1,46 @@
+"""Issue 23 §1: the device is "auto" by default and resolves through the readiness check where
+the workers are made; a file written before, holding the old default "cpu", loads as auto."""
+
+from __future__ import annotations
+
+import json
+
+from desktop.engine_hosts import engine_hosts
+from desktop.model.hardware import GIB, Gpu, Machine
+from desktop.settings import Settings, load_settings
+from desktop.workers.fallback_host import CpuFallback
+from desktop.workers.process_host import ProcessHost
+from desktop.workers.readiness import decide
+from desktop.workers.thread_host import ThreadHost
+
+NO_GPU = decide(Machine(8, 16, 32 * GIB, 20 * GIB, 100 * GIB, frozenset({"avx2"})))
+TWO_GPUS = decide(Machine(8, 16, 64 * GIB, 50 * GIB, 100 * GIB, frozenset({"avx2"}),
+                          (Gpu(0, "A", 24 * GIB, (8, 6)), Gpu(1, "B", 24 * GIB, (8, 6)))))
+
+
+def test_auto_is_the_default_and_old_files_move_to_it(tmp_path):
+    assert Settings().device == "auto" and Settings().model_spec().device == "cpu"
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"device": "cpu", "settings_version": 2}))
+    assert load_settings(path) == (Settings(), None)
+    path.write_text(json.dumps({"device": "cuda:1", "settings_version": 2}))
+    assert load_settings(path)[0].device == "cuda:1"
+    path.write_text(json.dumps({"device": "cpu", "settings_version": 3}))  # chosen in this version: kept
+    assert load_settings(path)[0].device == "cpu"
+
+
+def test_auto_follows_the_choices(monkeypatch):
+    import desktop.workers.factory as factory
+
+    monkeypatch.setattr(factory, "cuda_devices", lambda: 2)
+    on_cpu = engine_hosts(Settings(), ready=NO_GPU)
+    assert [type(h) for h in on_cpu] == [ProcessHost] and on_cpu[0].spec.device == "cpu"
+    assert on_cpu[0].threads == NO_GPU.threads.value == 7
+    on_gpus = engine_hosts(Settings(), ready=TWO_GPUS)
+    assert [type(h) for h in on_gpus] == [CpuFallback, CpuFallback]
+    assert [h.host.spec.dtype for h in on_gpus] == ["bfloat16", "bfloat16"]
+    assert engine_hosts(Settings(device="cpu"), ready=TWO_GPUS)[0].spec.device == "cpu"  # a choice is kept
+
+
+def test_the_test_model_stays_on_the_cpu_whatever_the_machine():
+    assert [type(h) for h in engine_hosts(Settings(model_source="tiny"))] == [ThreadHost]

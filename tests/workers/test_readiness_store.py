@@ -1,0 +1,93 @@
+"""The readiness check as stored beside the settings: run once, kept while the machine is the
+same, run again when the GPUs or the RAM change; and the /proc parsing of the probe."""
+
+from __future__ import annotations
+
+import json
+
+from desktop.model import hardware
+from desktop.model.hardware import GIB, Gpu, Machine
+from desktop.workers.readiness_store import FILE, check, mark_seen
+
+CPUINFO = """processor\t: 0
+physical id\t: 0
+core id\t: 0
+flags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile
+processor\t: 1
+physical id\t: 0
+core id\t: 0
+flags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile
+processor\t: 2
+physical id\t: 0
+core id\t: 1
+processor\t: 3
+physical id\t: 1
+core id\t: 0
+"""
+
+
+class Probe:
+    def __init__(self, ram_gb: int = 16, gpus: tuple = ()) -> None:
+        self.ram_gb, self.gpus, self.calls = ram_gb, gpus, []
+
+    def __call__(self, cache_dir, *, gpus: bool) -> Machine:
+        self.calls.append(gpus)
+        return Machine(4, 8, self.ram_gb * GIB, self.ram_gb * GIB // 2, 50 * GIB, frozenset({"avx2"}),
+                       self.gpus if gpus else ())
+
+
+def test_first_check_is_stored_and_shown_until_seen(tmp_path):
+    probe = Probe()
+    first = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 0)
+    assert first.show and first.choices.device.value == "cpu"
+    assert json.loads((tmp_path / FILE).read_text())["seen"] is False
+    again = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 0)
+    assert again.show and again.choices == first.choices  # not seen yet: shown again
+    mark_seen(tmp_path)
+    later = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 0)
+    assert not later.show and later.choices == first.choices
+
+
+def test_a_new_gpu_or_more_ram_runs_the_check_again(tmp_path):
+    check(tmp_path, tmp_path, probe_machine=Probe(), count_gpus=lambda: 0)
+    mark_seen(tmp_path)
+    h100 = Gpu(0, "NVIDIA H100", 80 * GIB, (9, 0))
+    probe = Probe(gpus=(h100,))
+    with_gpu = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 1)
+    assert with_gpu.show and with_gpu.choices.device.value == "cuda" and probe.calls == [False, True]
+    mark_seen(tmp_path)
+    more_ram = check(tmp_path, tmp_path, probe_machine=Probe(ram_gb=64, gpus=(h100,)), count_gpus=lambda: 1)
+    assert more_ram.show and more_ram.choices.fingerprint != with_gpu.choices.fingerprint
+
+
+def test_a_later_start_does_not_ask_the_gpus(tmp_path):
+    check(tmp_path, tmp_path, probe_machine=Probe(gpus=(Gpu(0, "A", 24 * GIB, (8, 6)),)), count_gpus=lambda: 1)
+    probe = Probe()
+    later = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 1)
+    assert probe.calls == [False] and later.choices.device.value == "cuda"
+
+
+def test_a_broken_file_means_a_new_check(tmp_path):
+    (tmp_path / FILE).write_text("{not json")
+    assert check(tmp_path, tmp_path, probe_machine=Probe(), count_gpus=lambda: 0).show
+    data = json.loads((tmp_path / FILE).read_text())
+    (tmp_path / FILE).write_text(json.dumps({**data, "seen": True, "choices": {"device": 3}}))
+    redone = check(tmp_path, tmp_path, probe_machine=Probe(), count_gpus=lambda: 0)
+    assert redone.show and redone.choices.device.value == "cpu"
+
+
+def test_proc_parsing(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text(CPUINFO)
+    assert hardware.physical_cores(str(info)) == 3  # (0,0) (0,1) (1,0): hyperthreads not counted
+    assert hardware.cpu_flags(str(info)) == {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
+    mem = tmp_path / "meminfo"
+    mem.write_text("MemTotal:       16384000 kB\nMemFree:         1000 kB\nMemAvailable:    8192000 kB\n")
+    assert hardware.ram(str(mem)) == (16384000 * 1024, 8192000 * 1024)
+    assert hardware.disk_free(tmp_path / "not" / "yet") > 0
+
+
+def test_this_machine_probes_without_a_gpu_child(tmp_path):
+    m = hardware.probe(tmp_path, gpus=False)
+    assert m.physical_cores >= 1 and m.logical_cores >= m.physical_cores
+    assert 0 < m.ram_available <= m.ram_total and m.gpus == ()
