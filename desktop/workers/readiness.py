@@ -53,32 +53,37 @@ def decide(m: Machine) -> Choices:
     on_gpu = bool(gpus)
     device = _device(m, gpus)
     threads = threads_for(m.physical_cores)
+    if gpus:
+        threads = Choice(threads.value, threads.reason + " They run the model if a GPU cannot load it.")
     kv_mb, kv_reason = _kv_budget(m, gpus)
     room = _room(m, gpus, kv_mb)
     dtype = _dtype(m, gpus, room)
     per_param = BYTES[str(dtype.value)]
     embedded = EMBEDDED_PARAMS * per_param
     fits = room >= embedded
-    where = f"the smallest GPU's {_gb(min(g.memory_bytes for g in gpus))}" if on_gpu else f"{_gb(m.ram_available)} of free RAM"
+    gpu_name = "the smallest GPU's" if len(gpus) > 1 else "the GPU's"
+    where = f"{gpu_name} {_gb(min(g.memory_bytes for g in gpus))}" if on_gpu else f"{_gb(m.ram_available)} of free RAM"
     embedded_reason = (f"The embedded model ({_gb(embedded)} in {dtype.value}) fits in {where}, next to the KV budget."
                        if fits else
-                       f"The embedded model needs {_gb(embedded)} but only {_gb(max(room, 0))} of {where} is left "
-                       f"after the KV budget and {_gb(CPU_RESERVE)} for the app: close other programs first.")
+                       f"The embedded model needs {_gb(embedded)} but {_left(room)} of {where} after the KV "
+                       f"budget and {_gb(CPU_RESERVE)} for the app: close other programs first.")
     largest = round(max(room, 0) / per_param / 1e9, 1)
     per_token = EMBEDDED_KV_PER_TOKEN * per_param
     slots = slot_count(kv_mb * MIB, per_token)
     return Choices(
         device=device,
         workers=Choice(len(gpus) if on_gpu else 1,
-                       f"One worker per GPU ({len(gpus)})." if on_gpu else "One worker on the CPU, using its cores."),
+                       ("One worker on the GPU." if len(gpus) == 1 else f"One worker on each of the {len(gpus)} GPUs.")
+                       if on_gpu else "One worker on the CPU, using its cores."),
         dtype=dtype,
         threads=threads,
         kv_budget_mb=Choice(kv_mb, kv_reason),
-        slots=Choice(0, f"Automatic: as many conversations as the KV budget holds (about {slots} short ones "
+        slots=Choice(0, f"As many conversations as the KV budget holds (about {slots} short ones "
                         f"of the embedded model)."),
         embedded_fits=Choice(fits, embedded_reason),
         largest_model_b=Choice(largest, f"A local model of up to about {largest:g}B parameters in {dtype.value} "
-                                        f"fits in {where} (weights plus the KV budget)."),
+                                        f"fits in {where} (weights plus the KV budget)." if largest >= 0.1 else
+                                        f"No room for a larger model in {where}."),
         fingerprint=m.fingerprint(),
     )
 
@@ -115,6 +120,8 @@ def _kv_budget(m: Machine, gpus: list) -> tuple[int, str]:
         mb = _clamp(smallest // KV_GPU_SHARE // MIB, KV_GPU_MAX_MB)
         return mb, f"A quarter of the GPU's {_gb(smallest)} keeps conversations' KV caches (at most {KV_GPU_MAX_MB // 1024} GB)."
     mb = _clamp(m.ram_available // KV_CPU_SHARE // MIB, KV_CPU_MAX_MB)
+    if mb == KV_MIN_MB:
+        return mb, f"The least that keeps a conversation's KV cache: only {_gb(m.ram_available)} of RAM is free."
     return mb, f"An eighth of the {_gb(m.ram_available)} of free RAM keeps conversations' KV caches (at most {KV_CPU_MAX_MB // 1024} GB)."
 
 
@@ -138,6 +145,10 @@ def _dtype(m: Machine, gpus: list, room: int) -> Choice:
         return Choice("bfloat16", "fp32 would not fit in the free RAM; bf16 does (slower on this CPU, but it fits).")
     simd = "AVX-512" if "avx512f" in m.cpu_flags else "AVX2" if "avx2" in m.cpu_flags else "no wide vector units"
     return Choice("float32", f"The CPU ({simd}) has no native bf16: float32 is faster than emulated bf16.")
+
+
+def _left(room: int) -> str:
+    return "nothing is left" if room <= 0 else f"only {_gb(room)} is left"
 
 
 def _clamp(mb: int, most: int) -> int:
