@@ -26,6 +26,7 @@ class Readiness:
     machine: Machine
     choices: Choices
     show: bool  # the first start, or the hardware changed, and the page was not yet seen
+    changed: bool = False  # checked again because the hardware changed (not the first start)
 
 
 def quick_key(machine: Machine, gpu_count: int) -> list:
@@ -53,7 +54,7 @@ def check(folder: Path, cache_dir: Path, *, probe_machine: Callable[..., Machine
     if stored is not None and stored.get("quick") == quick_key(quick, count):
         try:
             return Readiness(Machine.from_json(stored["machine"]), Choices.from_json(stored["choices"]),
-                             show=not stored.get("seen", False))
+                             show=not stored.get("seen", False), changed=bool(stored.get("changed", False)))
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("The stored readiness check in %s is not valid (%s): checking again", path, exc)
     machine = probe_machine(cache_dir, gpus=count > 0)
@@ -61,8 +62,8 @@ def check(folder: Path, cache_dir: Path, *, probe_machine: Callable[..., Machine
     if stored is not None:
         log.info("The hardware changed since the last check: choices made again")
     _save(path, {"format": FORMAT, "quick": quick_key(machine, count), "machine": machine.to_json(),
-                 "choices": choices.to_json(), "seen": False})
-    return Readiness(machine, choices, show=True)
+                 "choices": choices.to_json(), "seen": False, "changed": stored is not None})
+    return Readiness(machine, choices, show=True, changed=stored is not None)
 
 
 def mark_seen(folder: Path) -> None:
