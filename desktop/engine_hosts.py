@@ -44,8 +44,9 @@ def engine_hosts(settings: Settings, ready: Choices | None = None) -> list[Worke
     if choices is not None and settings.device == "auto" and settings.dtype == "auto":
         spec = ModelSpec(spec.source, str(choices.dtype.value), spec.device)
     cores = worker_cores() if choices is None else int(choices.threads.value)
-    return make_hosts(spec, settings.worker_config(), settings.workers, cores=cores,
-                      isolate=spec.source != "tiny") + remote_hosts(settings.remote_specs())
+    gpus = int(choices.workers.value) if choices is not None and settings.device == "auto" and where == "cuda" else None
+    return make_hosts(spec, settings.worker_config(), settings.workers, cores=cores, isolate=spec.source != "tiny",
+                      gpus=gpus) + remote_hosts(settings.remote_specs())
 
 
 def worker_cores() -> int:

@@ -32,7 +32,7 @@ def test_auto_is_the_default_and_old_files_move_to_it(tmp_path):
 def test_auto_follows_the_choices(monkeypatch):
     import desktop.workers.factory as factory
 
-    monkeypatch.setattr(factory, "cuda_devices", lambda: 2)
+    monkeypatch.setattr(factory, "cuda_devices", lambda: 5)  # the choices count: 2
     on_cpu = engine_hosts(Settings(), ready=NO_GPU)
     assert [type(h) for h in on_cpu] == [ProcessHost] and on_cpu[0].spec.device == "cpu"
     assert on_cpu[0].threads == NO_GPU.threads.value == 7

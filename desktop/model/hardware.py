@@ -142,15 +142,30 @@ def disk_free(folder: Path) -> int:
     return 0
 
 
-def probe_gpus(timeout_s: float = GPU_PROBE_S) -> tuple[tuple[Gpu, ...], str]:
-    """(the CUDA GPUs, a note when asking failed). No CUDA build of torch, or no GPU: ((), "")."""
+def gpu_count(proc: str = "/proc/driver/nvidia/gpus") -> int:
+    """NVIDIA GPUs the driver sees, without importing torch (the window's process never does):
+    Linux lists them in /proc; elsewhere `nvidia-smi -L` does (0 without it)."""
+    folder = Path(proc)
+    if folder.is_dir():
+        try:
+            return len(list(folder.iterdir()))
+        except OSError:
+            return 0
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return 0
     try:
-        import torch
+        done = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in done.stdout.splitlines())
 
-        if not torch.cuda.is_built() or torch.cuda.device_count() == 0:
-            return (), ""
-    except Exception as exc:  # a broken driver or install counts as no GPU
-        return (), f"CUDA could not be asked for its GPUs ({type(exc).__name__}: {exc})"
+
+def probe_gpus(timeout_s: float = GPU_PROBE_S) -> tuple[tuple[Gpu, ...], str]:
+    """(the CUDA GPUs, a note when asking failed), asked in a child process (torch and a CUDA
+    context stay out of this one). No GPU, or a torch without CUDA: ((), "")."""
+    if gpu_count() == 0:
+        return (), ""
     try:
         done = subprocess.run([sys.executable, "-m", "desktop.model.hardware"], capture_output=True, text=True,
                               timeout=timeout_s, check=True)
@@ -158,14 +173,16 @@ def probe_gpus(timeout_s: float = GPU_PROBE_S) -> tuple[tuple[Gpu, ...], str]:
                      for g in json.loads(done.stdout.strip().splitlines()[-1])), ""
     except subprocess.TimeoutExpired:
         return (), f"the GPU driver did not answer within {timeout_s:.0f} s"
-    except (subprocess.CalledProcessError, OSError, ValueError, KeyError, IndexError) as exc:
-        detail = getattr(exc, "stderr", "") or str(exc)
-        return (), f"the GPUs could not be read ({detail.strip().splitlines()[-1] if detail.strip() else type(exc).__name__})"
+    except (subprocess.CalledProcessError, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        detail = (getattr(exc, "stderr", "") or str(exc)).strip()
+        return (), f"the GPUs could not be read ({detail.splitlines()[-1] if detail else type(exc).__name__})"
 
 
 def _gpus_here() -> list[dict]:
     import torch
 
+    if not torch.cuda.is_available():
+        return []
     out = []
     for i in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(i)

@@ -34,13 +34,14 @@ def cuda_devices() -> int:
 
 
 def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, cores: int | None = None, *,
-               isolate: bool = False, liveness: Liveness = Liveness()) -> list[WorkerHost]:
+               isolate: bool = False, liveness: Liveness = Liveness(), gpus: int | None = None) -> list[WorkerHost]:
     """`isolate`: a single CPU worker runs in a subprocess too, not on a thread of this process
     (the window's process: a model there holds the GIL for 40-200 ms at a time while it loads).
-    Every host watches its worker's heartbeats with `liveness`."""
+    Every host watches its worker's heartbeats with `liveness`. `gpus`: how many the device "cuda"
+    uses, when the readiness check knows (else torch is asked, in this process)."""
     cores = cores or os.cpu_count() or 1
     if spec.device == "cuda":
-        gpus = cuda_devices()
+        gpus = cuda_devices() if gpus is None else gpus
         if gpus:
             return [_on_gpu(spec, config, i, max(1, cores // gpus), liveness) for i in range(gpus)]
         log.warning("No GPU is visible (device %s): the model runs on the CPU", spec.device)

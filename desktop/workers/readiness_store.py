@@ -1,6 +1,6 @@
 """The readiness check as the app runs it: the stored choices (a small JSON beside the settings)
 while the machine is the same, a new check when it changed. A later start reads /proc and asks
-torch how many GPUs it sees (no CUDA context); only a changed machine probes the GPUs in full."""
+the driver how many GPUs it sees (no torch, no CUDA context); only a changed machine probes the GPUs in full."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from desktop.model.hardware import GIB, Machine, probe
+from desktop.model.hardware import GIB, Machine, gpu_count, probe
 from desktop.safefile import load_json, write_atomic
 from desktop.workers.readiness import Choices, decide
 
@@ -32,15 +32,6 @@ class Readiness:
 def quick_key(machine: Machine, gpu_count: int) -> list:
     """What a later start compares without asking the GPUs: their count, the cores, the RAM."""
     return [gpu_count, machine.physical_cores, machine.ram_total // GIB, machine.system]
-
-
-def gpu_count() -> int:
-    try:
-        import torch
-
-        return torch.cuda.device_count() if torch.cuda.is_built() else 0
-    except Exception:  # a broken driver counts as no GPU
-        return 0
 
 
 def check(folder: Path, cache_dir: Path, *, probe_machine: Callable[..., Machine] = probe,
