@@ -35,8 +35,9 @@ def engine_hosts(settings: Settings, ready: Choices | None = None) -> list[Worke
     40-200 ms at a time, and its objects
     would fill the heap that the Qt thread's garbage collector scans. Only the tiny test model, built
     in code in milliseconds, stays on a thread (tests start many of them). Raises OmnideskError.
-    `ready`: the readiness check's choices (default: this machine's); the device "auto" resolves
-    through them (the built-in test models stay on the CPU)."""
+    `ready`: the readiness check's choices (default: this machine's); the device "auto" and the
+    automatic KV budget resolve through them (the built-in test models stay on the CPU and skip
+    the check)."""
     test_model = settings.model_source.startswith("tiny")
     choices = ready or (None if test_model else readiness().choices)
     where = "cpu" if choices is None else device(settings.device, choices)
@@ -45,7 +46,8 @@ def engine_hosts(settings: Settings, ready: Choices | None = None) -> list[Worke
         spec = ModelSpec(spec.source, str(choices.dtype.value), spec.device)
     cores = worker_cores() if choices is None else int(choices.threads.value)
     gpus = int(choices.workers.value) if choices is not None and settings.device == "auto" and where == "cuda" else None
-    return make_hosts(spec, settings.worker_config(), settings.workers, cores=cores, isolate=spec.source != "tiny",
+    config = settings.worker_config(None if choices is None else int(choices.kv_budget_mb.value))
+    return make_hosts(spec, config, settings.workers, cores=cores, isolate=spec.source != "tiny",
                       gpus=gpus) + remote_hosts(settings.remote_specs())
 
 

@@ -44,3 +44,27 @@ def test_auto_follows_the_choices(monkeypatch):
 
 def test_the_test_model_stays_on_the_cpu_whatever_the_machine():
     assert [type(h) for h in engine_hosts(Settings(model_source="tiny"))] == [ThreadHost]
+
+
+def test_the_kv_budget_is_automatic_too(tmp_path):
+    import pytest
+    from pydantic import ValidationError
+
+    assert Settings().kv_budget_mb == 0 and Settings().worker_config().kv_budget_bytes == 2048 << 20
+    assert Settings().worker_config(700).kv_budget_bytes == 700 << 20  # what the check chose
+    assert Settings(kv_budget_mb=512).worker_config(700).kv_budget_bytes == 512 << 20  # a choice is kept
+    with pytest.raises(ValidationError, match="at least 16 MB"):
+        Settings(kv_budget_mb=8)
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"kv_budget_mb": 2048, "settings_version": 2}))
+    assert load_settings(path)[0].kv_budget_mb == 0
+    path.write_text(json.dumps({"kv_budget_mb": 4096, "settings_version": 2}))
+    assert load_settings(path)[0].kv_budget_mb == 4096
+    hosts = engine_hosts(Settings(), ready=NO_GPU)
+    assert hosts[0].config.kv_budget_bytes == NO_GPU.kv_budget_mb.value << 20
+
+
+def test_a_gpu_fallback_keeps_its_kv_budget_to_ram_size(monkeypatch):
+    on_gpu = engine_hosts(Settings(), ready=TWO_GPUS)[0]
+    assert on_gpu.host.config.kv_budget_bytes == TWO_GPUS.kv_budget_mb.value << 20 == 6 << 30
+    assert on_gpu._make_cpu().config.kv_budget_bytes == 2 << 30

@@ -24,6 +24,7 @@ __all__ = ["ApiPage", "AudioPage", "CachePage", "ModelPage", "RecordingPage", "S
 
 BUILTIN_SOURCES = ("default", "tiny")  # model sources that are names, not paths
 AUTO_SLOTS = "Automatic (from the KV budget)"  # slots_per_worker 0
+AUTO_BUDGET = "Automatic (from free memory)"  # kv_budget_mb 0
 AUTO_DEVICE = "Automatic"  # device "auto": the readiness check's choice
 CACHE_MODES = {
     "imc+spc": ("Conversation and system prompt (imc+spc, recommended)",
@@ -180,10 +181,12 @@ class CachePage(Page):
         self.add("&Minimum shared prefix:", "cache_min_tokens", self.min_tokens,
                  "An edited or branched chat reuses a cached one when they share at least this many tokens.")
         self.budget = int_spin("kv_budget_mb", " MB", 256)
+        self.budget.setSpecialValueText(AUTO_BUDGET)  # 0
+        self.budget.setMinimumWidth(self.budget.fontMetrics().horizontalAdvance(AUTO_BUDGET + "0000"))
         self.budget.setValue(s.kv_budget_mb)
         self.add("Memory &budget:", "kv_budget_mb", self.budget,
-                 "Cache memory per worker; beyond it the conversations least worth keeping (short, idle, "
-                 "from the API) are dropped first.")
+                 "Cache memory per worker (Automatic: from the free memory the readiness check found); beyond "
+                 "it the conversations least worth keeping (short, idle, from the API) are dropped first.")
         self.typing = QCheckBox("Pre&fill while I type")
         self.typing.setChecked(s.prefill_while_typing)
         self.add("", "prefill_while_typing", self.typing,

@@ -21,6 +21,7 @@ from desktop.workers.remote.spec import RemoteSpec
 from desktop.workers.thread_host import ThreadHost
 
 log = logging.getLogger(__name__)
+FALLBACK_KV_BYTES = 2 << 30  # a GPU-sized KV budget (a quarter of its memory) is capped to this in RAM
 
 
 def cuda_devices() -> int:
@@ -57,8 +58,9 @@ def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, core
 def _on_gpu(spec: ModelSpec, config: WorkerConfig, gpu: int, cpu_threads: int, liveness: Liveness) -> WorkerHost:
     """The worker of GPU `gpu`, and the CPU worker that takes its place if the model fails there."""
     on_cpu = dataclasses.replace(spec, device="cpu", dtype=_cpu_dtype(spec.dtype))
+    cpu_config = dataclasses.replace(config, kv_budget_bytes=min(config.kv_budget_bytes, FALLBACK_KV_BYTES))
     return CpuFallback(ProcessHost(f"gpu{gpu}", spec, config, gpu=gpu, threads=1, liveness=liveness),
-                       lambda: ProcessHost(f"gpu{gpu}", on_cpu, config, threads=cpu_threads, liveness=liveness))
+                       lambda: ProcessHost(f"gpu{gpu}", on_cpu, cpu_config, threads=cpu_threads, liveness=liveness))
 
 
 def _cpu_dtype(dtype: str) -> str:

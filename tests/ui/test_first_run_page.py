@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from desktop.model.hardware import GIB, Gpu, Machine
+from desktop.settings import Settings
 from desktop.ui.first_run import FirstRunPage, chosen, found
 from desktop.workers.readiness import decide
 
@@ -60,3 +61,23 @@ def test_change_asks_for_settings_and_continue_closes(qtbot):
     again.show()
     with qtbot.waitSignal(again.accepted, timeout=1000):
         again.cont.click()
+
+
+def test_settings_offer_automatic_device_and_cache_budget(qtbot):
+    from desktop.ui.settings_dialog import SettingsDialog
+
+    dlg = SettingsDialog(Settings(), sound_devices=[])
+    qtbot.addWidget(dlg)
+    dlg.open()
+    qtbot.waitExposed(dlg)
+    model, cache = dlg.pages[:2]
+    assert model.device.currentText() == "Automatic" and model.values()["device"] == "auto"
+    shot(dlg, "settings-model")
+    assert cache.budget.text().startswith("Automatic") and cache.values()["kv_budget_mb"] == 0
+    dlg.show_page("Cache")
+    shot(dlg, "settings-cache")
+    model.device.setCurrentText("cuda:1")
+    assert model.values()["device"] == "cuda:1"
+    chosen_cpu = SettingsDialog(Settings(device="cpu", kv_budget_mb=512), sound_devices=[])
+    qtbot.addWidget(chosen_cpu)
+    assert chosen_cpu.pages[0].values()["device"] == "cpu" and chosen_cpu.pages[1].values()["kv_budget_mb"] == 512
