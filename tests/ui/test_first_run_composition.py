@@ -61,3 +61,28 @@ def test_first_start_shows_the_page_once(env, qapp, aloop, qtbot, monkeypatch):
         page.change.click()
     assert gpu.settings_dialog is not None and gpu.settings_dialog.current_page() == "Model"
     aloop.run(gpu.shutdown(), 30)
+
+
+def test_a_gpu_that_cannot_load_leaves_a_model_and_a_notice(env, qapp, aloop, monkeypatch):
+    from desktop.protocol import WorkerHost, WorkerState, WorkerStatus
+    from desktop.workers.fallback_host import CpuFallback
+
+    class FailingGpu(WorkerHost):
+        worker_id = "gpu0"
+
+        def start(self, sink) -> None:
+            sink("gpu0", WorkerStatus("gpu0", WorkerState.ERROR, "CUDA out of memory", device="cuda:0", code="model_load"))
+
+        def submit(self, cmd) -> None: ...
+
+        def close(self, timeout: float = 5.0) -> None: ...
+
+    monkeypatch.setattr(composition, "engine_hosts", lambda s: [CpuFallback(
+        FailingGpu(), lambda: ThreadHost("cpu0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1))])
+    comp = composition.Composition(qapp, Settings(model_source="tiny"), settings_path=env / "config" / "settings.json")
+    comp.start()
+    assert aloop.run(comp.wait_ready(60))
+    assert comp.engine.model_name and not comp.window.banner.error
+    shown = comp.window.status.currentMessage() + comp.window.status.toolTip()
+    assert "Running on the CPU" in shown and "out of memory" in shown
+    aloop.run(comp.shutdown(), 30)
