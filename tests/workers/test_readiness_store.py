@@ -91,3 +91,30 @@ def test_this_machine_probes_without_a_gpu_child(tmp_path):
     m = hardware.probe(tmp_path, gpus=False)
     assert m.physical_cores >= 1 and m.logical_cores >= m.physical_cores
     assert 0 < m.ram_available <= m.ram_total and m.gpus == ()
+
+
+def test_gpus_are_counted_from_the_driver_and_none_means_no_child(tmp_path, monkeypatch):
+    gpus = tmp_path / "gpus"
+    for bus in ("0000:01:00.0", "0000:02:00.0"):
+        (gpus / bus).mkdir(parents=True)
+    assert hardware.gpu_count(str(gpus)) == 2
+    monkeypatch.setattr(hardware.shutil, "which", lambda name: None)
+    assert hardware.gpu_count(str(tmp_path / "no-driver")) == 0
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
+    monkeypatch.setattr(hardware.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("no child")))
+    assert hardware.probe_gpus() == ((), "")
+
+
+def test_a_gpu_child_that_fails_becomes_a_note(monkeypatch):
+    import subprocess
+
+    monkeypatch.setattr(hardware, "gpu_count", lambda: 1)
+
+    def broken(*args, **kwargs):
+        raise subprocess.CalledProcessError(1, args[0], "", "Traceback...\nRuntimeError: CUDA driver version is insufficient")
+
+    monkeypatch.setattr(hardware.subprocess, "run", broken)
+    found, note = hardware.probe_gpus()
+    assert found == () and "CUDA driver version is insufficient" in note
+    monkeypatch.setattr(hardware.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(subprocess.TimeoutExpired(a[0], 5)))
+    assert "did not answer within 5 s" in hardware.probe_gpus(timeout_s=5)[1]
