@@ -142,23 +142,36 @@ def disk_free(folder: Path) -> int:
     return 0
 
 
-def gpu_count(proc: str = "/proc/driver/nvidia/gpus") -> int:
-    """NVIDIA GPUs the driver sees, without importing torch (the window's process never does):
-    Linux lists them in /proc; elsewhere `nvidia-smi -L` does (0 without it)."""
+def driver_gpus(proc: str = "/proc/driver/nvidia/gpus") -> list[str]:
+    """The NVIDIA GPUs the driver sees, by model name, without importing torch (the window's
+    process never does): Linux lists them in /proc; elsewhere `nvidia-smi -L` does ([] without)."""
     folder = Path(proc)
     if folder.is_dir():
         try:
-            return len(list(folder.iterdir()))
+            return sorted(_model_name(entry / "information") for entry in folder.iterdir())
         except OSError:
-            return 0
+            return []
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return 0
+        return []
     try:
         done = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(line.startswith("GPU ") for line in done.stdout.splitlines())
+        return []
+    return sorted(line.split(":", 1)[1].split("(UUID")[0].strip() for line in done.stdout.splitlines()
+                  if line.startswith("GPU ") and ":" in line)
+
+
+def _model_name(information: Path) -> str:
+    try:
+        return next((line.split(":", 1)[1].strip() for line in information.read_text(errors="replace").splitlines()
+                     if line.startswith("Model:")), "GPU")
+    except OSError:
+        return "GPU"
+
+
+def gpu_count() -> int:
+    return len(driver_gpus())
 
 
 def probe_gpus(timeout_s: float = GPU_PROBE_S) -> tuple[tuple[Gpu, ...], str]:

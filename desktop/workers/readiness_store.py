@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from desktop.model.hardware import GIB, Machine, gpu_count, probe
+from desktop.model.hardware import GIB, Machine, driver_gpus, probe
 from desktop.safefile import load_json, write_atomic
 from desktop.workers.readiness import Choices, decide
 
@@ -29,30 +29,31 @@ class Readiness:
     changed: bool = False  # checked again because the hardware changed (not the first start)
 
 
-def quick_key(machine: Machine, gpu_count: int) -> list:
-    """What a later start compares without asking the GPUs: their count, the cores, the RAM."""
-    return [gpu_count, machine.physical_cores, machine.ram_total // GIB, machine.system]
+def quick_key(machine: Machine, gpus: list[str]) -> list:
+    """What a later start compares without asking CUDA: the GPUs the driver lists (by model
+    name), the cores, the RAM."""
+    return [sorted(gpus), machine.physical_cores, machine.ram_total // GIB, machine.system]
 
 
 def check(folder: Path, cache_dir: Path, *, probe_machine: Callable[..., Machine] = probe,
-          count_gpus: Callable[[], int] = gpu_count) -> Readiness:
+          list_gpus: Callable[[], list[str]] = driver_gpus) -> Readiness:
     """The choices for this machine: stored ones while its quick key is unchanged, else a new
     check (stored at once, shown on the first-run page until `seen`)."""
     path = folder / FILE
     quick = probe_machine(cache_dir, gpus=False)
-    count = count_gpus()
+    gpus = list_gpus()
     stored = _load(path)
-    if stored is not None and stored.get("quick") == quick_key(quick, count):
+    if stored is not None and stored.get("quick") == quick_key(quick, gpus):
         try:
             return Readiness(Machine.from_json(stored["machine"]), Choices.from_json(stored["choices"]),
                              show=not stored.get("seen", False), changed=bool(stored.get("changed", False)))
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("The stored readiness check in %s is not valid (%s): checking again", path, exc)
-    machine = probe_machine(cache_dir, gpus=count > 0)
+    machine = probe_machine(cache_dir, gpus=bool(gpus))
     choices = decide(machine)
     if stored is not None:
         log.info("The hardware changed since the last check: choices made again")
-    _save(path, {"format": FORMAT, "quick": quick_key(machine, count), "machine": machine.to_json(),
+    _save(path, {"format": FORMAT, "quick": quick_key(machine, gpus), "machine": machine.to_json(),
                  "choices": choices.to_json(), "seen": False, "changed": stored is not None})
     return Readiness(machine, choices, show=True, changed=stored is not None)
 

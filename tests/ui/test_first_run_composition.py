@@ -34,7 +34,7 @@ def machine(gpus=()):
 
 def start(env, qapp, aloop, monkeypatch, gpus=()):
     monkeypatch.setattr(composition, "readiness",
-                        lambda: check(config_dir(), env, probe_machine=machine(gpus), count_gpus=lambda: len(gpus)))
+                        lambda: check(config_dir(), env, probe_machine=machine(gpus), list_gpus=lambda: [g.name for g in gpus]))
     comp = composition.Composition(qapp, Settings(model_source=str(env / "my-model.gguf")),
                                    settings_path=env / "config" / "settings.json")
     comp.start()

@@ -38,41 +38,43 @@ class Probe:
 
 def test_first_check_is_stored_and_shown_until_seen(tmp_path):
     probe = Probe()
-    first = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 0)
+    first = check(tmp_path, tmp_path, probe_machine=probe, list_gpus=list)
     assert first.show and first.choices.device.value == "cpu"
     assert json.loads((tmp_path / FILE).read_text())["seen"] is False
-    again = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 0)
+    again = check(tmp_path, tmp_path, probe_machine=probe, list_gpus=list)
     assert again.show and again.choices == first.choices  # not seen yet: shown again
     mark_seen(tmp_path)
-    later = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 0)
+    later = check(tmp_path, tmp_path, probe_machine=probe, list_gpus=list)
     assert not later.show and later.choices == first.choices
 
 
 def test_a_new_gpu_or_more_ram_runs_the_check_again(tmp_path):
-    check(tmp_path, tmp_path, probe_machine=Probe(), count_gpus=lambda: 0)
+    check(tmp_path, tmp_path, probe_machine=Probe(), list_gpus=list)
     mark_seen(tmp_path)
     h100 = Gpu(0, "NVIDIA H100", 80 * GIB, (9, 0))
     probe = Probe(gpus=(h100,))
-    with_gpu = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 1)
+    with_gpu = check(tmp_path, tmp_path, probe_machine=probe, list_gpus=lambda: ["NVIDIA H100"])
     assert with_gpu.show and with_gpu.choices.device.value == "cuda" and probe.calls == [False, True]
     mark_seen(tmp_path)
-    more_ram = check(tmp_path, tmp_path, probe_machine=Probe(ram_gb=64, gpus=(h100,)), count_gpus=lambda: 1)
+    more_ram = check(tmp_path, tmp_path, probe_machine=Probe(ram_gb=64, gpus=(h100,)), list_gpus=lambda: ["NVIDIA H100"])
     assert more_ram.show and more_ram.choices.fingerprint != with_gpu.choices.fingerprint
 
 
-def test_a_later_start_does_not_ask_the_gpus(tmp_path):
-    check(tmp_path, tmp_path, probe_machine=Probe(gpus=(Gpu(0, "A", 24 * GIB, (8, 6)),)), count_gpus=lambda: 1)
+def test_a_later_start_does_not_ask_the_gpus_unless_the_driver_lists_others(tmp_path):
+    check(tmp_path, tmp_path, probe_machine=Probe(gpus=(Gpu(0, "A", 24 * GIB, (8, 6)),)), list_gpus=lambda: ["A"])
     probe = Probe()
-    later = check(tmp_path, tmp_path, probe_machine=probe, count_gpus=lambda: 1)
+    later = check(tmp_path, tmp_path, probe_machine=probe, list_gpus=lambda: ["A"])
     assert probe.calls == [False] and later.choices.device.value == "cuda"
+    swapped = Probe(gpus=(Gpu(0, "B", 48 * GIB, (8, 9)),))
+    assert check(tmp_path, tmp_path, probe_machine=swapped, list_gpus=lambda: ["B"]).show and swapped.calls == [False, True]
 
 
 def test_a_broken_file_means_a_new_check(tmp_path):
     (tmp_path / FILE).write_text("{not json")
-    assert check(tmp_path, tmp_path, probe_machine=Probe(), count_gpus=lambda: 0).show
+    assert check(tmp_path, tmp_path, probe_machine=Probe(), list_gpus=list).show
     data = json.loads((tmp_path / FILE).read_text())
     (tmp_path / FILE).write_text(json.dumps({**data, "seen": True, "choices": {"device": 3}}))
-    redone = check(tmp_path, tmp_path, probe_machine=Probe(), count_gpus=lambda: 0)
+    redone = check(tmp_path, tmp_path, probe_machine=Probe(), list_gpus=list)
     assert redone.show and redone.choices.device.value == "cpu"
 
 
@@ -95,11 +97,16 @@ def test_this_machine_probes_without_a_gpu_child(tmp_path):
 
 def test_gpus_are_counted_from_the_driver_and_none_means_no_child(tmp_path, monkeypatch):
     gpus = tmp_path / "gpus"
-    for bus in ("0000:01:00.0", "0000:02:00.0"):
+    for bus, name in (("0000:01:00.0", "NVIDIA H100 80GB HBM3"), ("0000:02:00.0", "NVIDIA A10")):
         (gpus / bus).mkdir(parents=True)
-    assert hardware.gpu_count(str(gpus)) == 2
+        (gpus / bus / "information").write_text(f"Model: \t\t {name}\nIRQ:   \t\t 42\n")
+    assert hardware.driver_gpus(str(gpus)) == ["NVIDIA A10", "NVIDIA H100 80GB HBM3"]
     monkeypatch.setattr(hardware.shutil, "which", lambda name: None)
-    assert hardware.gpu_count(str(tmp_path / "no-driver")) == 0
+    assert hardware.driver_gpus(str(tmp_path / "no-driver")) == []
+    listed = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1a2b)\nGPU 1: NVIDIA A10 (UUID: GPU-3c4d)\n"
+    monkeypatch.setattr(hardware.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(hardware.subprocess, "run", lambda *a, **k: type("Done", (), {"stdout": listed})())
+    assert hardware.driver_gpus(str(tmp_path / "no-proc")) == ["NVIDIA A10", "NVIDIA H100 80GB HBM3"]
     monkeypatch.setattr(hardware, "gpu_count", lambda: 0)
     monkeypatch.setattr(hardware.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("no child")))
     assert hardware.probe_gpus() == ((), "")
