@@ -125,3 +125,13 @@ def test_a_gpu_child_that_fails_becomes_a_note(monkeypatch):
     assert found == () and "CUDA driver version is insufficient" in note
     monkeypatch.setattr(hardware.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(subprocess.TimeoutExpired(a[0], 5)))
     assert "did not answer within 5 s" in hardware.probe_gpus(timeout_s=5)[1]
+
+
+def test_the_check_keeps_torch_out_of_the_window_process(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, pathlib; from desktop.workers.readiness_store import check; "
+            f"p = pathlib.Path({str(tmp_path)!r}); check(p, p); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False"
