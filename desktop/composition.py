@@ -20,7 +20,7 @@ from desktop.api_control import ApiControl
 from desktop.gateway.gateway import Gateway
 from desktop.gc_policy import settle_heap
 from desktop.protocol import WorkerHost
-from desktop.settings import Settings, save_settings
+from desktop.settings import Settings, config_dir, save_settings
 from desktop.gateway.monitor import EngineMonitor, Snapshot
 from desktop.tasks import TaskSet
 from desktop.tools.manager import ToolManager
@@ -29,9 +29,10 @@ from desktop.ui.theme import apply_theme
 from desktop.engine_proxy import EngineProxy
 from desktop.engine_runner import EngineRunner
 from desktop.pages import Pages
-from desktop.engine_hosts import engine_hosts, worker_cores  # noqa: F401 - worker_cores: bench/api.py
+from desktop.engine_hosts import engine_hosts, readiness, worker_cores  # noqa: F401 - worker_cores: bench/api.py
 from desktop.workers.factory import remote_hosts
 from desktop.workers.kv_disk.files import SnapshotDir, kv_root
+from desktop.workers.readiness_store import mark_seen
 from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class Composition(QObject):
         self.snapshots = SnapshotDir(kv_root())  # the KV snapshots on disk (written by the workers)
         self._chores = ThreadPoolExecutor(1, thread_name_prefix="kv-files")  # their deletions, off the UI thread
         self.settings_dialog: QDialog | None = None
+        self.first_run_page: QDialog | None = None  # shown by start() on a first start or new hardware
         self._settings_page: str | None = None  # the settings page last looked at (this run)
         self._tasks = TaskSet()
         self._lock = asyncio.Lock()
@@ -137,6 +139,7 @@ class Composition(QObject):
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self.engine.boot()
+        self._first_run(window)
         if self.settings.api_server_enabled:
             self.spawn(self.api.apply(self.settings))  # at once: it answers 503 until the model is up
         if self.recordings is not None:  # at start, then hourly (cancelled with the other tasks at shutdown)
@@ -153,6 +156,26 @@ class Composition(QObject):
             box.open()  # not exec(): a nested loop inside a task breaks qasync
             self._warning = None
         return window
+
+    def _first_run(self, window: MainWindow) -> None:
+        """The first-run page, on the first start and when the hardware changed (not for the
+        built-in test models: they are no one's first start). The model loads behind it."""
+        if self.settings.model_source.startswith("tiny"):
+            return
+        try:
+            ready = readiness()
+        except Exception:  # the page is a courtesy: the engine makes its own choices without it
+            log.exception("The readiness check failed")
+            return
+        if not ready.show:
+            return
+        from desktop.ui.first_run import FirstRunPage
+
+        page = self.first_run_page = FirstRunPage(ready.machine, ready.choices, window, changed=ready.changed)
+        page.change_requested.connect(lambda: self.open_settings("Model"))
+        page.finished.connect(lambda _result: mark_seen(config_dir()))  # where engine_hosts.readiness keeps it
+        page.finished.connect(page.deleteLater)
+        page.show()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         """Run a background task, keeping a strong reference until it ends."""

@@ -119,6 +119,9 @@ class EngineRunner:
         log.info("Model %s ready on %d worker(s)", self.model_name, len(self.hosts))
         self._on_state("ready")
         window.refresh()
+        fell = [h.worker_id for h in self.hosts if getattr(h, "fell_back", False)]  # a GPU that could not load it
+        if fell and (status := monitor.status(fell[0])) is not None and status.message:
+            window.show_message(status.message)
 
     def _show_model(self, spec: ModelSpec) -> None:
         """The model's name and whether it sees images, as the first worker up reported them."""

@@ -26,8 +26,12 @@ log = logging.getLogger(__name__)
 APP = "omnidesk"
 MAX_BYTES = 1 << 20  # a settings file is a few KB; anything near this is not one
 MAX_TEXT = 4096  # characters in any text setting (paths, names, the window geometry)
-VERSION = 2  # settings_version of the files this code writes (see _migrate)
+VERSION = 3  # settings_version of the files this code writes (see _migrate)
 OLD_DEFAULT_SLOTS = 4  # slots_per_worker's default before it became automatic (version 1)
+OLD_DEFAULT_DEVICE = "cpu"  # device's default before "auto" (versions 1 and 2)
+OLD_DEFAULT_KV_MB = 2048  # kv_budget_mb's default before it became automatic (versions 1 and 2)
+FALLBACK_KV_MB = 2048  # the KV budget "automatic" means where no readiness check is at hand
+MIN_KV_MB = 16
 _BRIEF = reprlib.Repr()  # a bad value as the warning shows it: short, and safe on deep nesting
 _BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlist, _BRIEF.maxdict = 2, 40, 40, 3, 3
 
@@ -66,13 +70,13 @@ class Settings(BaseModel):
     # model and workers
     model_source: str = "default"  # "default", a local Hugging Face folder or a .gguf file
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on a GPU or a CPU with native bf16
-    device: str = "cpu"  # cpu | cuda | cuda:N
+    device: str = "auto"  # auto (the readiness check's choice: every GPU, else the CPU) | cpu | cuda | cuda:N
     workers: int = Field(1, ge=1, le=16)  # CPU workers (GPUs: one per device)
     slots_per_worker: int = Field(0, ge=0, le=256)  # conversations kept in memory; 0: as many as the KV budget holds
     cache_mode: Literal["off", "spc", "imc", "imc+spc"] = "imc+spc"
     cache_min_tokens: int = Field(100, ge=1, le=100_000)
     prefill_while_typing: bool = True  # a pause in typing prefills the draft (chat/draft_warm.py)
-    kv_budget_mb: int = Field(2048, ge=16, le=1_000_000)
+    kv_budget_mb: int = Field(0, ge=0, le=1_000_000)  # KV cache memory per worker; 0: automatic (readiness check)
     kv_disk_budget_mb: int = Field(2048, ge=0, le=10_000_000)  # KV snapshots on disk (0: none kept)
     context_overflow: Literal["forget", "stop"] = "forget"  # past the window: forget the oldest messages, or stop
     remote_workers: list[RemoteWorker] = Field(default_factory=list, max_length=16)
@@ -135,8 +139,15 @@ class Settings(BaseModel):
     @classmethod
     def _device(cls, v: str) -> str:
         v = v.strip().lower()
-        if v not in ("cpu", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()):
-            raise ValueError("device must be cpu, cuda or cuda:N")
+        if v not in ("auto", "cpu", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()):
+            raise ValueError("device must be auto, cpu, cuda or cuda:N")
+        return v
+
+    @field_validator("kv_budget_mb")
+    @classmethod
+    def _kv_budget(cls, v: int) -> int:
+        if 0 < v < MIN_KV_MB:
+            raise ValueError(f"the cache memory budget is at least {MIN_KV_MB} MB (0: automatic)")
         return v
 
     @field_validator("model_source")
@@ -197,15 +208,22 @@ class Settings(BaseModel):
             raise ValueError("needs an API key: other computers could reach the server on this address")
         return v
 
-    def model_spec(self) -> ModelSpec:
-        return ModelSpec(self.model_source, self.dtype, self.device)
+    def model_spec(self, device: str | None = None) -> ModelSpec:
+        """`device`: what "auto" resolved to (engine_hosts asks the readiness check); without it
+        "auto" reads as the CPU."""
+        if device is None:
+            device = "cpu" if self.device == "auto" else self.device
+        return ModelSpec(self.model_source, self.dtype, device)
 
-    def worker_config(self) -> WorkerConfig:
+    def worker_config(self, kv_budget_mb: int | None = None) -> WorkerConfig:
+        """`kv_budget_mb`: what the automatic budget (0) resolved to (engine_hosts asks the
+        readiness check); without it, automatic reads as FALLBACK_KV_MB."""
+        budget = self.kv_budget_mb or kv_budget_mb or FALLBACK_KV_MB
         return WorkerConfig(
             num_slots=self.slots_per_worker,
             cache_mode=self.cache_mode,
             cache_min_tokens=self.cache_min_tokens,
-            kv_budget_bytes=self.kv_budget_mb << 20,
+            kv_budget_bytes=budget << 20,
             kv_dir=str(kv_root()) if self.kv_disk_budget_mb > 0 else "",  # 0 MB: no disk tier
             kv_disk_budget_bytes=self.kv_disk_budget_mb << 20,
         )
@@ -274,11 +292,19 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     """An older file's values, as this version means them. Version 1 (no settings_version) wrote
     slots_per_worker = 4, its default, whether or not the user chose it: 4 becomes automatic
-    (0: as many conversations as the KV budget holds); another number was a choice and is kept."""
+    (0: as many conversations as the KV budget holds); another number was a choice and is kept.
+    Versions 1 and 2 wrote device = "cpu" and kv_budget_mb = 2048, their defaults: they become
+    automatic the same way."""
     version = data.get("settings_version", 1)
     if isinstance(version, int) and version < 2 and data.get("slots_per_worker") == OLD_DEFAULT_SLOTS:
         log.info("Conversations kept in memory: now automatic (from the KV budget), was the old default of 4")
         data = {**data, "slots_per_worker": 0}
+    if isinstance(version, int) and version < 3 and data.get("device") == OLD_DEFAULT_DEVICE:
+        log.info("Device: now automatic (the readiness check's choice), was the old default of cpu")
+        data = {**data, "device": "auto"}
+    if isinstance(version, int) and version < 3 and data.get("kv_budget_mb") == OLD_DEFAULT_KV_MB:
+        log.info("Cache memory budget: now automatic (from free memory), was the old default of 2048 MB")
+        data = {**data, "kv_budget_mb": 0}
     return {**data, "settings_version": VERSION}
 
 

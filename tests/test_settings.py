@@ -26,7 +26,7 @@ def test_round_trip(tmp_path):
 
 @given(temperature=st.floats(0.0, 5.0), top_p=st.floats(0.01, 1.0), top_k=st.integers(0, 1000),
        seed=st.none() | st.integers(0, 2**63 - 1), port=st.integers(1024, 65535),
-       device=st.sampled_from(["cpu", "cuda", "cuda:0", "cuda:7"]), name=st.none() | st.text(max_size=30))
+       device=st.sampled_from(["auto", "cpu", "cuda", "cuda:0", "cuda:7"]), name=st.none() | st.text(max_size=30))
 @hsettings(max_examples=40, deadline=None)
 def test_round_trip_any_valid(tmp_path_factory, temperature, top_p, top_k, seed, port, device, name):
     path = tmp_path_factory.mktemp("cfg") / "settings.json"
@@ -85,7 +85,7 @@ def test_default_path_follows_config_dir_env(tmp_path, monkeypatch):
 def test_device_is_normalised_and_checked():
     assert Settings(device=" CUDA:1 ").device == "cuda:1"
     for bad in ("gpu7", "cuda:", "cuda:x", "mps", ""):
-        with pytest.raises(ValidationError, match="device must be cpu, cuda or cuda:N"):
+        with pytest.raises(ValidationError, match="device must be auto, cpu, cuda or cuda:N"):
             Settings(device=bad)
 
 

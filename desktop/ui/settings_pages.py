@@ -24,6 +24,8 @@ __all__ = ["ApiPage", "AudioPage", "CachePage", "ModelPage", "RecordingPage", "S
 
 BUILTIN_SOURCES = ("default", "tiny")  # model sources that are names, not paths
 AUTO_SLOTS = "Automatic (from the KV budget)"  # slots_per_worker 0
+AUTO_BUDGET = "Automatic (from free memory)"  # kv_budget_mb 0
+AUTO_DEVICE = "Automatic"  # device "auto": the readiness check's choice
 CACHE_MODES = {
     "imc+spc": ("Conversation and system prompt (imc+spc, recommended)",
                 "Each turn processes only the new messages; new chats reuse the system prompt."),
@@ -75,11 +77,12 @@ class ModelPage(Page):
         self.device = QComboBox()
         self.device.setEditable(True)
         self.device.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.device.addItems(["cpu", "cuda"] + ([s.device] if s.device not in ("cpu", "cuda") else []))
-        self.device.setCurrentText(s.device)
-        self.device.lineEdit().setPlaceholderText("cpu, cuda or cuda:N")
+        self.device.addItems([AUTO_DEVICE, "cpu", "cuda"] + ([s.device] if s.device not in ("auto", "cpu", "cuda") else []))
+        self.device.setCurrentText(AUTO_DEVICE if s.device == "auto" else s.device)
+        self.device.lineEdit().setPlaceholderText("Automatic, cpu, cuda or cuda:N")
         self.device.setMinimumWidth(field_width(self.device))
-        self.add("&Device:", "device", self.device, "cpu, cuda (the first GPU) or cuda:N for GPU number N.")
+        self.add("&Device:", "device", self.device, "Automatic: every GPU found (one worker each), else the CPU. "
+                 "cpu, cuda (every GPU) or cuda:N for GPU number N.")
         self.dtype = QComboBox()
         self.dtype.addItems(list(get_args(Settings.model_fields["dtype"].annotation)))
         self.dtype.setCurrentText(s.dtype)
@@ -101,7 +104,8 @@ class ModelPage(Page):
         return "default" if self.builtin.isChecked() else self.path.text().strip()
 
     def values(self) -> dict[str, object]:
-        return {"model_source": self.source(), "device": self.device.currentText().strip(),
+        device = self.device.currentText().strip()
+        return {"model_source": self.source(), "device": "auto" if device.lower() == AUTO_DEVICE.lower() else device,
                 "dtype": self.dtype.currentText(), "workers": self.workers.value(),
                 "slots_per_worker": self.slots.value()}
 
@@ -177,10 +181,12 @@ class CachePage(Page):
         self.add("&Minimum shared prefix:", "cache_min_tokens", self.min_tokens,
                  "An edited or branched chat reuses a cached one when they share at least this many tokens.")
         self.budget = int_spin("kv_budget_mb", " MB", 256)
+        self.budget.setSpecialValueText(AUTO_BUDGET)  # 0
+        self.budget.setMinimumWidth(self.budget.fontMetrics().horizontalAdvance(AUTO_BUDGET + "0000"))
         self.budget.setValue(s.kv_budget_mb)
         self.add("Memory &budget:", "kv_budget_mb", self.budget,
-                 "Cache memory per worker; beyond it the conversations least worth keeping (short, idle, "
-                 "from the API) are dropped first.")
+                 "Cache memory per worker (Automatic: from the free memory the readiness check found); beyond "
+                 "it the conversations least worth keeping (short, idle, from the API) are dropped first.")
         self.typing = QCheckBox("Pre&fill while I type")
         self.typing.setChecked(s.prefill_while_typing)
         self.add("", "prefill_while_typing", self.typing,

@@ -1,20 +1,27 @@
-"""Which worker hosts to start for a model: one spawned subprocess per CUDA GPU; on the CPU a
+"""Which worker hosts to start for a model: one spawned subprocess per CUDA GPU (each falls back to
+the CPU if its model fails to load there: fallback_host.py); on the CPU a
 configurable number (default 1: a thread host unless isolated; more: subprocesses sharing the cores).
 Remote workers (OpenAI-compatible servers) join them as hosts of their own."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 from typing import Sequence
 
 from desktop.model.loader import ModelSpec
 from desktop.workers.config import WorkerConfig
+from desktop.workers.fallback_host import CpuFallback
 from desktop.workers.heartbeat import Liveness
 from desktop.protocol import WorkerHost
 from desktop.workers.process_host import ProcessHost
 from desktop.workers.remote.host import RemoteHost
 from desktop.workers.remote.spec import RemoteSpec
 from desktop.workers.thread_host import ThreadHost
+
+log = logging.getLogger(__name__)
+FALLBACK_KV_BYTES = 2 << 30  # a GPU-sized KV budget (a quarter of its memory) is capped to this in RAM
 
 
 def cuda_devices() -> int:
@@ -28,21 +35,38 @@ def cuda_devices() -> int:
 
 
 def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, cores: int | None = None, *,
-               isolate: bool = False, liveness: Liveness = Liveness()) -> list[WorkerHost]:
+               isolate: bool = False, liveness: Liveness = Liveness(), gpus: int | None = None) -> list[WorkerHost]:
     """`isolate`: a single CPU worker runs in a subprocess too, not on a thread of this process
     (the window's process: a model there holds the GIL for 40-200 ms at a time while it loads).
-    Every host watches its worker's heartbeats with `liveness`."""
+    Every host watches its worker's heartbeats with `liveness`. `gpus`: how many the device "cuda"
+    uses, when the readiness check knows (else torch is asked, in this process)."""
     cores = cores or os.cpu_count() or 1
     if spec.device == "cuda":
-        gpus = cuda_devices()
+        gpus = cuda_devices() if gpus is None else gpus
         if gpus:
-            return [ProcessHost(f"gpu{i}", spec, config, gpu=i, threads=1, liveness=liveness) for i in range(gpus)]
+            return [_on_gpu(spec, config, i, max(1, cores // gpus), liveness) for i in range(gpus)]
+        log.warning("No GPU is visible (device %s): the model runs on the CPU", spec.device)
+        spec = dataclasses.replace(spec, device="cpu", dtype=_cpu_dtype(spec.dtype))
     if spec.device.startswith("cuda:"):
-        return [ProcessHost(f"gpu{spec.device[5:]}", spec, config, gpu=int(spec.device[5:]), threads=1, liveness=liveness)]
+        return [_on_gpu(spec, config, int(spec.device[5:]), cores, liveness)]
     if cpu_workers <= 1 and not isolate:
         return [ThreadHost("cpu0", spec, config, threads=cores, liveness=liveness)]
     per = max(1, cores // cpu_workers)  # oversubscribed OpenMP threads are pathologically slow
     return [ProcessHost(f"cpu{i}", spec, config, threads=per, liveness=liveness) for i in range(cpu_workers)]
+
+
+def _on_gpu(spec: ModelSpec, config: WorkerConfig, gpu: int, cpu_threads: int, liveness: Liveness) -> WorkerHost:
+    """The worker of GPU `gpu`, and the CPU worker that takes its place if the model fails there."""
+    on_cpu = dataclasses.replace(spec, device="cpu", dtype=_cpu_dtype(spec.dtype))
+    cpu_config = dataclasses.replace(config, kv_budget_bytes=min(config.kv_budget_bytes, FALLBACK_KV_BYTES))
+    return CpuFallback(ProcessHost(f"gpu{gpu}", spec, config, gpu=gpu, threads=1, liveness=liveness),
+                       lambda: ProcessHost(f"gpu{gpu}", on_cpu, cpu_config, threads=cpu_threads, liveness=liveness))
+
+
+def _cpu_dtype(dtype: str) -> str:
+    """A GPU's dtype as the CPU should run it: float32 stays; bf16/fp16 become "auto" (bf16 only
+    where the CPU has it natively, fp16 never: it is emulated and slow there)."""
+    return dtype if dtype == "float32" else "auto"
 
 
 def remote_hosts(specs: Sequence[RemoteSpec], ids: Sequence[str] | None = None, **health: object) -> list[WorkerHost]:

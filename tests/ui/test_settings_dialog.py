@@ -375,6 +375,7 @@ def test_spin_box_ranges_come_from_the_pydantic_bounds(make):
     model, cache, sampling, _, _calls, recording, api = dlg.pages[:7]
     assert (api.port.minimum(), api.port.maximum()) == (1024, 65535)
     assert (model.workers.minimum(), model.workers.maximum()) == (1, 16)
-    assert (cache.budget.minimum(), cache.budget.maximum()) == (16, 1_000_000)
+    assert (cache.budget.minimum(), cache.budget.maximum()) == (0, 1_000_000)  # 0: automatic
+    assert cache.budget.specialValueText().startswith("Automatic")
     assert (sampling.top_p.minimum(), sampling.top_p.maximum()) == (0.01, 1.0)  # gt=0: 0 itself is refused
     assert recording.gb.minimum() == 0.1 and recording.days.maximum() == 3650

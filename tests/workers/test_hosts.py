@@ -80,5 +80,5 @@ def test_factory_picks_hosts_by_device():
     assert [type(h) for h in make_hosts(TINY, cfg)] == [ThreadHost]
     hosts = make_hosts(TINY, cfg, cpu_workers=2, cores=4)
     assert [type(h) for h in hosts] == [ProcessHost, ProcessHost] and hosts[0].threads == 2
-    gpu = make_hosts(ModelSpec("tiny", device="cuda:1"), cfg)[0]
+    gpu = make_hosts(ModelSpec("tiny", device="cuda:1"), cfg)[0].host  # inside its CPU fall-back
     assert gpu.env == {"CUDA_VISIBLE_DEVICES": "1"} and gpu.spec.device == "cuda:0"

@@ -1,0 +1,39 @@
+"""Models on this machine (issue 23). For now one part: the readiness check's choices for this
+machine (hardware.probe → readiness.decide), each with its reason. The GGUF memory/speed figures
+and ready_s_default are to come.
+
+    python -m bench.models            # a table of the choices, then the JSON line
+    python -m bench.models --no-gpu   # without the GPU child (facts from /proc only)
+
+Last line: JSON {"machine": {...}, "facts": {...}, "readiness": {choice: {"value", "reason"}}}."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bench.machine import machine
+from desktop.model.default_model import cache_root
+from desktop.model.hardware import probe
+from desktop.workers.readiness import decide
+
+
+def readiness(gpus: bool = True) -> dict:
+    """{"facts": the probe's facts, "readiness": the choices} for this machine (nothing stored)."""
+    facts = probe(cache_root(), gpus=gpus)
+    return {"facts": facts.to_json(), "readiness": decide(facts).to_json()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-gpu", action="store_true", help="do not ask the GPUs (no CUDA child process)")
+    args = parser.parse_args()
+    out = readiness(gpus=not args.no_gpu)
+    for name, choice in out["readiness"].items():
+        if isinstance(choice, dict):
+            print(f"{name:>16}: {choice['value']!s:<10} {choice['reason']}")
+    print(json.dumps({"machine": machine(), **out}))
+
+
+if __name__ == "__main__":
+    main()
