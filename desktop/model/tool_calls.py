@@ -62,6 +62,16 @@ def may_start_call(text: str) -> bool:
     return s[0] in "{[" or any(s.startswith(m) or m.startswith(s) for m in MARKERS)
 
 
+def prose_so_far(text: str) -> str:
+    """The part of a streaming reply that is surely prose, not a tool call being written: nothing
+    while the reply may still be a call as a whole, else the text before a `<tool_call>` (or a
+    partial one at its end)."""
+    if may_start_call(text):
+        return ""
+    cut = marker_at(text)
+    return text[:cut] if cut >= 0 else text
+
+
 def marker_at(text: str) -> int:
     """Where a Hermes `<tool_call>` opens in text that has prose before it (-1: none). A partial
     marker at the end counts, so a stream holds it back until it is known."""

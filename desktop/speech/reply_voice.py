@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from desktop.model.tool_calls import parse, prose_so_far
 from desktop.speech.finished import Over
 
 
@@ -95,9 +96,25 @@ class ReplyVoice:
         if what in ("done", "failed") and reply in self._followed:
             self._followed.remove(reply)
         if what == "text":
-            self.delta(reply.request_id, reply.delta, reply.text)
+            names = _offered(reply)
+            if names is None:
+                self.delta(reply.request_id, reply.delta, reply.text)
+            else:  # a reply that may call tools: only its prose is spoken, never a call's JSON
+                said = prose_so_far(reply.text)
+                with self._lock:
+                    before = self._spoken if reply.request_id == self.current else ""
+                if len(said) > len(before) and said.startswith(before):
+                    self.delta(reply.request_id, said[len(before) :], said)
         elif what == "done" and reply.text:
-            self.end(reply.request_id, reply.text)
+            names = _offered(reply)
+            parsed = parse(reply.text, names) if names is not None else None
+            text = parsed.content if parsed is not None else reply.text
+            if text:
+                if names is not None and reply.request_id != self.current:  # all of it was held back
+                    self.delta(reply.request_id, text, text)
+                self.end(reply.request_id, text)
+            else:
+                self.drop(reply.request_id)
         elif what in ("done", "failed"):
             self.drop(reply.request_id)
 
@@ -105,3 +122,9 @@ class ReplyVoice:
         self.voice.finished.mark(rid, how)
         if rid == self.current:
             self.current, self._spoken = None, ""
+
+
+def _offered(reply: Any) -> list[str] | None:
+    """The names of the tools `reply` offered the model; None when it offered none."""
+    tools = getattr(reply, "tools", None)
+    return [t["function"]["name"] for t in tools] if tools else None

@@ -109,3 +109,43 @@ def test_a_failed_or_empty_reply_is_dropped():
     rv.follow(empty)
     empty.tell("done")
     assert voice.calls[-1] == ("stop", "r2")
+
+
+ADD = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+
+
+def spoken(voice: FakeVoice) -> str:
+    return "".join(c[2] for c in voice.calls if c[0] == "delta")
+
+
+def test_a_reply_that_calls_a_tool_speaks_its_prose_and_never_the_calls_json():
+    voice = FakeVoice()
+    rv = ReplyVoice(voice)
+    reply = FakeReply("r1")
+    reply.tools = ADD
+    rv.follow(reply)
+    for d in ["I will ", "add them.", "\n<tool", "_call>\n{\"name\": \"add\", ", "\"arguments\": {\"a\": 2}}", "\n</tool_call>"]:
+        reply.chunk(d)
+    reply.tell("done")
+    assert spoken(voice).strip() == "I will add them." and voice.calls[-1] == ("end", "r1")
+    assert not any("{" in c[2] or "<" in c[2] for c in voice.calls if c[0] == "delta")
+
+
+def test_a_reply_that_is_only_a_call_says_nothing_and_one_that_only_looked_like_one_is_spoken_at_its_end():
+    voice = FakeVoice()
+    rv = ReplyVoice(voice)
+    call = FakeReply("r1")
+    call.tools = ADD
+    rv.follow(call)
+    for d in ['{"name": "add", ', '"arguments": {"a": 1, "b": 2}}']:
+        call.chunk(d)
+    call.tell("done")
+    assert spoken(voice) == "" and ("end", "r1") not in voice.calls
+    listed = FakeReply("r2")
+    listed.tools = ADD
+    rv.follow(listed)
+    for d in ["[1] apples", ", [2] pears"]:
+        listed.chunk(d)
+    assert spoken(voice) == ""  # held back while it may still be a call
+    listed.tell("done")
+    assert spoken(voice) == "[1] apples, [2] pears" and voice.calls[-1] == ("end", "r2")
