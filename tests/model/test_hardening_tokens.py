@@ -124,7 +124,8 @@ def test_templating_work_grows_linearly(counting):
 
 
 def test_templating_time_scales_linearly():
-    """Generous bounds on a busy 2-core machine: 800 messages took 1.2 s before, 400 took 0.33 s."""
+    """Twice the messages, about twice the time (it was quadratic: 800 took 3.6× 400). No absolute
+    bound: the time itself moves with the machine's load; the work counts above are exact."""
     best = {}
     for n in (400, 800):
         runs = []
@@ -135,7 +136,6 @@ def test_templating_time_scales_linearly():
             t.encode(msgs)
             runs.append(time.perf_counter() - start)
         best[n] = min(runs)
-    assert best[800] < 0.6, best
     assert best[800] / best[400] < 3.0, best
 
 
