@@ -1,7 +1,7 @@
 """Downloads from the Hugging Face Hub, each in a child process (download_child.py) so that only
 it goes online, and only when the user allowed network for downloads. A job's files land in the
 models folder; its state is kept in a small JSON file, so after a failure or a restart the job is
-there to resume (huggingface_hub picks up its .incomplete files). Disk space is checked first;
+there to resume from its partial files (in the job's folder, under PARTIAL_DIR). Disk space is checked first;
 a cancel stops the child and deletes the partial files. Listeners hear every change, from the
 job's reader thread."""
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from desktop.errors import OmnideskError
+from desktop.models.download_child import partial_path
 from desktop.models.facts import human_bytes
 from desktop.models.hub import HubFile, Request, folder_name
 from desktop.models.rate import Rate
@@ -123,9 +124,8 @@ class Downloads:
         if proc is not None:
             proc.kill()
             proc.wait()
-        cache = Path(job.dest) / ".cache" / "huggingface" / "download"
-        for partial in cache.glob("*.incomplete"):
-            partial.unlink(missing_ok=True)
+        for f in job.files:
+            partial_path(Path(job.dest), f.path).unlink(missing_ok=True)
         self._save()
         self._tell(job)
 
@@ -140,8 +140,9 @@ class Downloads:
     def left(self, job: Job) -> int:
         """Bytes still to fetch: the files not on disk, less their partial downloads."""
         dest = Path(job.dest)
-        partial = sum(p.stat().st_size for p in (dest / ".cache" / "huggingface" / "download").glob("*.incomplete"))
-        missing = sum(f.size for f in job.files if f.path not in job.finished)
+        todo = [f for f in job.files if f.path not in job.finished]
+        partial = sum(p.stat().st_size for f in todo if (p := partial_path(dest, f.path)).is_file())
+        missing = sum(f.size for f in todo)
         return max(missing - partial, 0)
 
     # ------------------------------------------------------------------ the child

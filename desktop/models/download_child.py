@@ -1,7 +1,8 @@
 """The download process: the only place that goes online, started by download.py with
 HF_HUB_OFFLINE=0 (the app's own process stays offline). `list REPO REV` prints the repo's files;
-`get REPO REV DEST FILE…` downloads them into DEST with huggingface_hub (which resumes its
-.incomplete files), checks each against the Hub's sha256 (LFS) or git blob id, and prints one
+`get REPO REV DEST FILE…` downloads them into DEST with huggingface_hub's HTTP client (each through
+a partial file that a later run resumes), checks each against the Hub's sha256 (LFS) or git blob
+id before it takes its name, and prints one
 JSON line per event: {"file", "done", "total"} while it runs, {"verified"}, {"error"}."""
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 EMIT_S = 0.2
+PARTIAL_DIR = ".partial"
+CHUNK = 256 << 10  # huggingface_hub reads 10 MB at a time: progress (and a resume point) every 256 KB instead
 _current = {"file": ""}
 
 
@@ -54,19 +57,49 @@ def listing(repo: str, revision: str) -> list[dict]:
 
 
 def get(repo: str, revision: str, dest: Path, names: list[str]) -> None:
-    from huggingface_hub import hf_hub_download
-
     files = {f["path"]: f for f in listing(repo, revision)}
     for name in names:
         if name not in files:
             raise LookupError(f"The Hub has no file {name} in {repo}.")
         _current["file"] = name
-        path = Path(hf_hub_download(repo, name, revision=revision, local_dir=dest, tqdm_class=Report))
-        emit(file=name, done=files[name]["size"], total=files[name]["size"], checking=True)
-        if not matches(path, files[name]):
-            path.unlink(missing_ok=True)
-            raise ValueError(f"{name} did not match the Hub's checksum, so it was deleted: download it again.")
+        fetch(repo, revision, dest, files[name])
         emit(verified=name)
+
+
+def fetch(repo: str, revision: str, dest: Path, entry: dict) -> Path:
+    """One file into dest, through a partial file that survives a failure or a restart (the
+    library's own temporary file is unique to each process and deleted on failure, so it never
+    resumes across runs): huggingface_hub's http_get continues it with a Range request."""
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.file_download import http_get
+    from huggingface_hub.utils import build_hf_headers
+
+    name, size = entry["path"], int(entry["size"])
+    target, part = dest / name, partial_path(dest, name)
+    if target.is_file() and target.stat().st_size == size and matches(target, entry):
+        return target  # finished in an earlier run
+    constants.DOWNLOAD_CHUNK_SIZE = CHUNK
+    part.parent.mkdir(parents=True, exist_ok=True)
+    meta = get_hf_file_metadata(hf_hub_url(repo, name, revision=revision))
+    resume = part.stat().st_size if part.exists() else 0
+    if resume > size:  # not this file's partial download
+        part.unlink()
+        resume = 0
+    with part.open("ab") as f:
+        http_get(meta.location, f, resume_size=resume, headers=build_hf_headers(), expected_size=size,
+                 displayed_filename=name, tqdm_class=Report)
+    emit(file=name, done=size, total=size, checking=True)
+    if not matches(part, entry):
+        part.unlink(missing_ok=True)
+        raise ValueError(f"{name} did not match the Hub's checksum, so it was deleted: download it again.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(part, target)
+    return target
+
+
+def partial_path(dest: Path, name: str) -> Path:
+    """Where a file's download grows until it is complete and checked (hidden from the catalog)."""
+    return dest / PARTIAL_DIR / f"{name}.part"
 
 
 def matches(path: Path, entry: dict) -> bool:
@@ -94,6 +127,8 @@ def sentence(exc: BaseException, repo: str) -> str:
         return f"{repo} has no such revision."
     if isinstance(exc, EntryNotFoundError):
         return f"A file of {repo} is not on the Hub any more."
+    if getattr(getattr(exc, "response", None), "status_code", None) == 404:
+        return f"There is no model {repo} on the Hub, or not at that revision."
     if isinstance(exc, (LookupError, ValueError)):
         return str(exc)
     if isinstance(exc, OSError) and getattr(exc, "errno", None) == 28:

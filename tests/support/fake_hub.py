@@ -65,7 +65,7 @@ class FakeHub:
         if parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] == "tree":
             files = self.repos.get(f"{parts[2]}/{parts[3]}")
             if files is None:
-                return self._reply(h, 404, b'{"error": "Repository not found"}', body)
+                return self._reply(h, 404, b'{"error": "Repository not found"}', body, {"X-Error-Code": "RepoNotFound"})
             listing = [self._entry(p, d) for p, d in sorted(files.items())]
             return self._reply(h, 200, json.dumps(listing).encode(), body, {"Content-Type": "application/json"})
         if len(parts) >= 5 and parts[2] == "resolve":
