@@ -68,7 +68,7 @@ class ModelControl:
     # ------------------------------------------------------------------ the page
 
     def attach(self, page: Any) -> None:
-        """Wire the page's requests; the first scan starts at once."""
+        """Wire the page's requests (the first scan: when the page is first shown)."""
         self.page, self._loop = page, asyncio.get_event_loop()
         page.load_requested.connect(lambda source: self._spawn(self.load(source)))
         page.unload_requested.connect(lambda: self._spawn(self.unload()))
@@ -83,7 +83,8 @@ class ModelControl:
         self.downloads.listeners.append(self._job_changed)
         for job in list(self.downloads.jobs.values()):
             page.show_job(job)
-        self._spawn(self.refresh())
+        if page.isVisible():
+            self._spawn(self.refresh())
 
     def engine_state(self, state: str) -> None:
         """The engine's state (Composition.engine_state) → the page's "loaded" line."""

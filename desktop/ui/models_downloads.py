@@ -125,6 +125,7 @@ class DownloadsBox(QGroupBox):
         self.files.clear()
         for choice in choices:
             self.files.addItem(choice.label)
+        self.files.setCurrentIndex(0 if choices else -1)  # with a placeholder text Qt selects nothing by itself
         self.files.setEnabled(bool(choices))
         self.download_button.setEnabled(bool(choices) and self.allow.isChecked())
         if not choices:

