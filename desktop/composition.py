@@ -38,6 +38,7 @@ from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
 RESTARTING = "Restarting the model with the new settings…"
+UNLOADED = "No model is loaded: load one on the Models page (Ctrl+5)."
 
 
 class Composition(QObject):
@@ -78,7 +79,8 @@ class Composition(QObject):
         self.models = ModelControl.create(  # the Models page's work: catalog, load/unload, idle unload, downloads
             lambda: self.settings, config_dir(), _embedded_gguf, apply=self.apply_settings, unload=self.unload_model,
             boot=self.engine.boot, loaded=lambda: self.engine.model_name, busy=self._busy,
-            readiness=self._choices, say=self._say, spawn=self.spawn, save=self.save)
+            readiness=self._choices, say=self._say, spawn=self.spawn, save=self.save, wait_ready=self.wait_ready,
+            failure=self._failure)
         self.engine_state.connect(self.models.engine_state)
 
     # ------------------------------------------------------------------ what the parts own
@@ -181,6 +183,11 @@ class Composition(QObject):
         if self.window is not None:
             self.window.show_message(text)
 
+    def _failure(self) -> str:
+        """Why the last load failed, as the workers said it."""
+        snap = self.snapshot()
+        return next((w.message for w in (snap.workers if snap else []) if w.state == "error" and w.message), "")
+
     def _busy(self) -> bool:
         snap = self.snapshot()
         return snap is not None and (any(w.state == "busy" for w in snap.workers) or bool(snap.queue))
@@ -202,6 +209,7 @@ class Composition(QObject):
             if self._closed:
                 return
             await self._stop_engine()
+            self.proxy.absent = UNLOADED
             if self.window is not None:
                 self.window.set_model(None)
                 self.window.refresh()

@@ -36,17 +36,20 @@ class ModelControl:
     """Collaborators: `settings()`; `apply(new settings)` (Composition.apply_settings: reloads);
     `unload()` and `boot()` (the engine); `loaded()` (the model's name, None while none is up);
     `busy()` (a request runs or waits); `readiness()` (this machine's choices, None: unknown);
-    `say(text)` (the status bar); `spawn` (background tasks); `save()` (the settings); `downloads` and `catalog` (built
+    `say(text)` (the status bar); `spawn` (background tasks); `save()` (the settings);
+    `wait_ready()` (the load under way ended: True when a model is up) and `failure()` (why not); `downloads` and `catalog` (built
     by `create`, or passed in by tests)."""
 
     def __init__(self, settings: Callable[[], Settings], *, apply: Callable[[Settings], Awaitable[Any]],
                  unload: Callable[[], Awaitable[None]], boot: Callable[[], Any], loaded: Callable[[], str | None],
                  busy: Callable[[], bool], readiness: Callable[[], Choices | None], say: Callable[[str], None],
                  spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task], save: Callable[[], None],
+                 wait_ready: Callable[[], Awaitable[bool]], failure: Callable[[], str],
                  catalog: Catalog, downloads: Downloads) -> None:
         self._settings, self._apply, self._unload, self._boot = settings, apply, unload, boot
         self._loaded, self._busy, self._readiness, self._say, self._spawn = loaded, busy, readiness, say, spawn
         self.catalog, self.downloads, self._save = catalog, downloads, save
+        self._wait_ready, self._failure = wait_ready, failure
         self.page: Any = None  # desktop.ui.models_page.ModelsPage, once attached
         self.unloaded = False  # the user (or the idle timer) unloaded the model
         self.idle = IdleClock(time.monotonic())
@@ -112,7 +115,8 @@ class ModelControl:
 
     async def load(self, source: str) -> bool:
         """Check `source`, then load it through the settings (as Settings → Model does). A model
-        that cannot load is refused with a sentence; the loaded one is untouched."""
+        that cannot load is refused with a sentence; the loaded one is untouched. One that passes
+        the check but fails in the worker gives way to the model loaded before, with its reason."""
         why = await asyncio.to_thread(problem, source)
         if why:
             self._say(why)
@@ -124,8 +128,14 @@ class ModelControl:
                 self.unloaded = False
                 self._boot()
             return True
+        before = settings.model_source
         await self._apply(settings.model_copy(update={"model_source": source}))
-        return True
+        if await self._wait_ready():
+            return True
+        why = self._failure() or "it did not start"
+        await self._apply(self._settings().model_copy(update={"model_source": before}))
+        self._say(f"{Path(source).name} could not be loaded ({why}); the model loaded before is back.")
+        return False
 
     async def unload(self, why: str = "The model was unloaded; its memory is free. Load brings it back.") -> None:
         if self._loaded() is None and self.unloaded:

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from desktop.composition import Composition
+from desktop.errors import OmnideskError
 from desktop.models.places import Places
 from desktop.settings import Settings
 from tests.models.model_files import write_gguf
@@ -72,6 +73,10 @@ def test_unload_frees_the_model_and_load_brings_it_back(comp, aloop, qtbot):
     assert comp.gateway is None and comp.model_name is None and comp.snapshot() is None  # Admin shows no workers
     assert states[-1] == "unloaded" and "No model is loaded" in page.loaded_label.text()
     assert not page.unload_button.isEnabled()
+    with pytest.raises(OmnideskError, match="Models page"):  # a chat sent now says where to load one
+        comp.proxy.chat([{"role": "user", "content": "hi"}])
+    comp.window.actions["page_models"].trigger()  # Ctrl+5
+    assert comp.window.current_page == "models"
 
     async def load_and_wait():
         return await comp.models.load("tiny"), await comp.wait_ready(60)
@@ -108,3 +113,21 @@ async def _settle(comp):
         if comp.gateway is None:
             return
         await asyncio.sleep(0.02)
+
+
+@pytest.mark.slow  # the folder loads in a worker process (torch and transformers imported there): ≈ 20 s
+def test_a_model_that_fails_in_the_worker_gives_way_to_the_one_before(comp, env, aloop):
+    from tests.models.model_files import write_folder
+
+    folder = write_folder(env / "models" / "odd", model_type="nosuchmodel")  # passes the check, not the loader
+    states = []
+    comp.engine_state.connect(states.append)
+
+    async def load_and_wait():
+        return await comp.models.load(str(folder)), await comp.wait_ready(60)
+
+    assert aloop.run(load_and_wait(), 120) == (False, True)
+    assert "failed" in states and states[-1] == "ready"
+    assert comp.settings.model_source == "tiny" and comp.model_name == "omnidesk-tiny"
+    said = comp.window.status.toolTip()
+    assert "odd could not be loaded" in said and "nosuchmodel" in said and "loaded before is back" in said
