@@ -78,7 +78,7 @@ class Composition(QObject):
                            save=self.save, open_settings=self.open_settings, tools=self.tools)
         self.models = ModelControl.create(  # the Models page's work: catalog, load/unload, idle unload, downloads
             lambda: self.settings, config_dir(), _embedded_gguf, apply=self.apply_settings, unload=self.unload_model,
-            boot=self.engine.boot, loaded=lambda: self.engine.model_name, busy=self._busy,
+            boot=self.engine.boot, loaded=lambda: self.engine.model_name, activity=self._activity,
             readiness=self._choices, say=self._say, spawn=self.spawn, save=self.save, wait_ready=self.wait_ready,
             failure=self._failure)
         self.engine_state.connect(self.models.engine_state)
@@ -188,9 +188,12 @@ class Composition(QObject):
         snap = self.snapshot()
         return next((w.message for w in (snap.workers if snap else []) if w.state == "error" and w.message), "")
 
-    def _busy(self) -> bool:
+    def _activity(self) -> tuple[bool, int]:
+        """(a request runs or waits, requests submitted so far) for the idle unload's tick."""
         snap = self.snapshot()
-        return snap is not None and (any(w.state == "busy" for w in snap.workers) or bool(snap.queue))
+        if snap is None:
+            return False, 0
+        return snap.requests.running > 0 or bool(snap.queue), snap.requests.submitted
 
     def _choices(self) -> Any:
         """This machine's readiness choices for the Models page's "fits" column (None for the test models)."""

@@ -35,19 +35,20 @@ def default_models_folder() -> Path:
 class ModelControl:
     """Collaborators: `settings()`; `apply(new settings)` (Composition.apply_settings: reloads);
     `unload()` and `boot()` (the engine); `loaded()` (the model's name, None while none is up);
-    `busy()` (a request runs or waits); `readiness()` (this machine's choices, None: unknown);
+    `activity()` ((a request runs or waits, requests submitted so far)); `readiness()` (this machine's choices, None: unknown);
     `say(text)` (the status bar); `spawn` (background tasks); `save()` (the settings);
     `wait_ready()` (the load under way ended: True when a model is up) and `failure()` (why not); `downloads` and `catalog` (built
     by `create`, or passed in by tests)."""
 
     def __init__(self, settings: Callable[[], Settings], *, apply: Callable[[Settings], Awaitable[Any]],
                  unload: Callable[[], Awaitable[None]], boot: Callable[[], Any], loaded: Callable[[], str | None],
-                 busy: Callable[[], bool], readiness: Callable[[], Choices | None], say: Callable[[str], None],
+                 activity: Callable[[], tuple[bool, int]], readiness: Callable[[], Choices | None],
+                 say: Callable[[str], None],
                  spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task], save: Callable[[], None],
                  wait_ready: Callable[[], Awaitable[bool]], failure: Callable[[], str],
                  catalog: Catalog, downloads: Downloads) -> None:
         self._settings, self._apply, self._unload, self._boot = settings, apply, unload, boot
-        self._loaded, self._busy, self._readiness, self._say, self._spawn = loaded, busy, readiness, say, spawn
+        self._loaded, self._activity, self._readiness, self._say, self._spawn = loaded, activity, readiness, say, spawn
         self.catalog, self.downloads, self._save = catalog, downloads, save
         self._wait_ready, self._failure = wait_ready, failure
         self.page: Any = None  # desktop.ui.models_page.ModelsPage, once attached
@@ -152,7 +153,9 @@ class ModelControl:
 
     def tick(self, now: float) -> None:
         minutes = self._settings().idle_unload_minutes
-        if self._busy() or self._loaded() is None:
+        busy, submitted = self._activity()
+        self.idle.observe(now, busy, submitted)
+        if self._loaded() is None:
             self.idle.touch(now)
         elif self.idle.due(now, minutes):
             self.idle.touch(now)

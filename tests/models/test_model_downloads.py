@@ -124,3 +124,11 @@ def test_a_download_larger_than_the_free_disk_is_refused_first(hub, tmp_path, mo
 def test_an_unknown_repo_is_a_sentence(hub, tmp_path):
     with pytest.raises(OmnideskError, match="no model org/nothing on the Hub"):
         _downloads(tmp_path).list_files(Request("org/nothing"))
+
+
+def test_the_apps_own_process_stays_offline(hub, tmp_path):
+    import huggingface_hub.constants as constants
+
+    d = _downloads(tmp_path)
+    _wait(d.start(Request(REPO), list(_q4(d))), {State.DONE, State.PAUSED})
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and constants.is_offline_mode()  # only the child went online
