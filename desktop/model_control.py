@@ -217,3 +217,5 @@ class ModelControl:
     def _allow_changed(self, on: bool) -> None:
         self._settings().hub_downloads = on
         self._save()
+        if not on:  # no network from now on: running downloads pause
+            self.downloads.close("Paused: downloads from the Hub are no longer allowed.")

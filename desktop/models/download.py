@@ -129,13 +129,19 @@ class Downloads:
         self._save()
         self._tell(job)
 
-    def close(self) -> None:
-        """Stop every running child (their jobs stay, paused, to resume at the next start)."""
+    def close(self, why: str = "Paused: Resume goes on where it was.") -> None:
+        """Stop every running child; their jobs stay, paused, to resume later (or at the next start)."""
         with self._lock:
-            procs, self._procs = list(self._procs.values()), {}
-        for proc in procs:
+            procs, self._procs = dict(self._procs), {}
+        for job_id, proc in procs.items():
             proc.kill()
             proc.wait()
+            job = self.jobs.get(job_id)
+            if job is not None:
+                job.state, job.message, job.speed, job.eta_s = State.PAUSED, why, 0.0, None
+                self._tell(job)
+        if procs:
+            self._save()
 
     def left(self, job: Job) -> int:
         """Bytes still to fetch: the files not on disk, less their partial downloads."""

@@ -1,6 +1,6 @@
-"""A GGUF file's facts from its header, read with the `gguf` package's reader (memory-mapped: the
-weights are not read): architecture, name, parameters, quantisation, and whether the file is whole
-(a truncated download ends before its last tensor) and of an architecture that loads here."""
+"""A GGUF file's facts from its header (gguf_header.py: the weights are not read): architecture,
+name, parameters, quantisation, and whether the file is whole (a truncated download ends before
+its last tensor) and of an architecture that loads here."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from desktop.models.facts import Kind, ModelFacts
+from desktop.models.gguf_header import Header, read_header
 
 # GGUF architectures that load as a text model here (transformers' GGUF loader; see the test that
 # holds this list against the installed transformers). llama.cpp names some differently.
@@ -30,16 +31,14 @@ def read_gguf(path: Path) -> ModelFacts:
     if magic != b"GGUF":
         return replace(facts, problem=f"{path.name} is not a GGUF file: it does not start with the GGUF header.")
     try:
-        from gguf import GGUFReader
-
-        reader = GGUFReader(path, "r")
-    except (ValueError, IndexError, OSError, KeyError) as exc:  # the reader's way of saying "ends too early"
+        header = read_header(path)
+    except (ValueError, OSError, KeyError) as exc:  # Truncated, or values the format does not know
         return replace(facts, problem=f"{path.name} is truncated or damaged ({_short(exc)}): download it again.")
-    arch = _text(reader, "general.architecture")
-    facts = replace(facts, name=_text(reader, "general.name") or path.stem, family=arch,
-                    params=sum(int(t.n_elements) for t in reader.tensors), quant=_quant(reader),
+    arch = _text(header, "general.architecture")
+    facts = replace(facts, name=_text(header, "general.name") or path.stem, family=arch,
+                    params=sum(t.n_elements for t in header.tensors), quant=_quant(header),
                     vision=_has_projector(path))
-    end = max((int(t.data_offset) + int(t.n_bytes) for t in reader.tensors), default=0)
+    end = header.data_end
     if end > size:
         return replace(facts, problem=f"{path.name} is truncated: it ends at {size:,} bytes but its weights "
                                       f"need {end:,}. Download it again.")
@@ -48,7 +47,7 @@ def read_gguf(path: Path) -> ModelFacts:
     if arch not in SUPPORTED:
         return replace(facts, problem=f"{path.name} is a {arch or 'unnamed'} model, an architecture Omnidesk "
                                       "cannot run. Choose another model.")
-    if not reader.tensors:
+    if not header.tensors:
         return replace(facts, problem=f"{path.name} holds no weights.")
     return facts
 
@@ -64,27 +63,23 @@ def _has_projector(path: Path) -> bool:
         return False
 
 
-def _text(reader, key: str) -> str:
-    field = reader.fields.get(key)
-    try:
-        value = field.contents() if field is not None else ""
-    except (ValueError, IndexError, UnicodeDecodeError):
-        return ""
+def _text(header: Header, key: str) -> str:
+    value = header.values.get(key)
     return value if isinstance(value, str) else ""
 
 
-def _quant(reader) -> str:
+def _quant(header: Header) -> str:
     from gguf import LlamaFileType
 
-    field = reader.fields.get("general.file_type")
-    if field is not None:
+    file_type = header.values.get("general.file_type")
+    if isinstance(file_type, int):
         try:
-            return LlamaFileType(int(field.contents())).name.removeprefix("MOSTLY_").removeprefix("ALL_")
-        except (ValueError, TypeError):
+            return LlamaFileType(file_type).name.removeprefix("MOSTLY_").removeprefix("ALL_")
+        except ValueError:
             pass
     counts: dict[str, int] = {}
-    for t in reader.tensors:  # no file type written: the type most weights use
-        counts[t.tensor_type.name] = counts.get(t.tensor_type.name, 0) + int(t.n_elements)
+    for t in header.tensors:  # no file type written: the type most weights use
+        counts[t.type.name] = counts.get(t.type.name, 0) + t.n_elements
     return max(counts, key=lambda k: counts[k]) if counts else ""
 
 

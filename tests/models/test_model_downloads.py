@@ -84,6 +84,7 @@ def test_a_download_stopped_by_a_restart_resumes_where_it_was(hub, tmp_path):
         assert time.monotonic() < end
         time.sleep(0.05)
     d.close()  # the app quits mid-download
+    assert job.state == State.PAUSED and "Resume" in job.message
     hub.delay_s = 0.0
     again = _downloads(tmp_path)  # the next start
     (restored,) = again.jobs.values()
