@@ -129,7 +129,9 @@ def _folder_size(folder: Path) -> int:
 def human_params(n: int) -> str:
     if n <= 0:
         return "?"
-    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+    if n >= 1e9:
+        return f"{n / 1e9:.1f}B"
+    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K" if n >= 1e3 else str(n)
 
 
 def human_bytes(n: float) -> str:

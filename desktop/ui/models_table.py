@@ -56,8 +56,8 @@ class ModelsTable(QAbstractTableModel):
         fit = self.fits.get(row.source)
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(row, col, fit)
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return row.problem or (fit.reason if fit is not None else None) or row.source
+        if role == Qt.ItemDataRole.ToolTipRole:  # the name: where it is; the rest: why it can(not) load
+            return row.source if col == 0 else row.problem or (fit.reason if fit is not None else None) or row.source
         if role == Qt.ItemDataRole.FontRole and row.source == self.loaded:
             font = QFont()
             font.setBold(True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +57,10 @@ def test_bad_models_are_refused_and_the_loaded_one_stays(comp, env, aloop, qtbot
 
     aloop.run(show_and_scan())
     assert page.table.rowCount() == 3
+    if Path("/work/notes/shots").is_dir():
+        comp.window.resize(1100, 740)
+        page.view.selectRow(page.table.row_of(str(unsupported)))
+        comp.window.grab().save("/work/notes/shots/manager-window.png")
     problems = sorted(r.problem.split(" ")[0] for r in page.table.rows if r.problem)
     assert problems == ["cut.gguf", "whisper.gguf"]  # the folder of photos is no model: not listed
     gateway = comp.gateway
