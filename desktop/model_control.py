@@ -27,9 +27,10 @@ IDLE_TICK_S = 15.0
 
 
 def default_models_folder() -> Path:
-    from platformdirs import user_data_dir
+    """<the user data folder>/models (OMNIDESK_DATA_DIR overrides the data folder, as for conversations)."""
+    from desktop.chat.conversations import data_dir
 
-    return Path(user_data_dir("omnidesk")) / "models"
+    return data_dir() / "models"
 
 
 class ModelControl:
