@@ -1,7 +1,7 @@
 """The Models page in the app (tiny model): it lists what is on disk, Load goes through the
 settings as Settings → Model does, a model that cannot load is refused with a sentence and the
-loaded one untouched, Unload frees it (Admin follows) and Load brings it back, and the idle
-setting unloads it."""
+loaded one untouched (one that fails in the worker gives way to the one before), Unload frees it
+(Admin follows) and Load brings it back, and the idle setting unloads it."""
 
 from __future__ import annotations
 
@@ -90,16 +90,6 @@ def test_unload_frees_the_model_and_load_brings_it_back(comp, aloop, qtbot):
     assert comp.model_name == "omnidesk-tiny" and states[-1] == "ready" and page.unload_button.isEnabled()
 
 
-def test_load_switches_the_model_through_the_settings(comp, env, aloop):
-    async def load_and_wait():
-        return await comp.models.load("tiny-vlm"), await comp.wait_ready(60)
-
-    assert aloop.run(load_and_wait()) == (True, True)
-    assert comp.settings.model_source == "tiny-vlm" and comp.engine.supports_images
-    saved = json.loads((env / "config" / "settings.json").read_text())
-    assert saved["model_source"] == "tiny-vlm"
-
-
 def test_the_model_is_unloaded_after_the_idle_minutes(comp, aloop):
     comp.models.tick(time.monotonic())
     assert comp.gateway is not None  # 0 minutes: never
@@ -120,19 +110,22 @@ async def _settle(comp):
         await asyncio.sleep(0.02)
 
 
-@pytest.mark.slow  # the folder loads in a worker process (torch and transformers imported there): ≈ 20 s
-def test_a_model_that_fails_in_the_worker_gives_way_to_the_one_before(comp, env, aloop):
+@pytest.mark.slow  # two loads in a worker process (torch and transformers imported there): ≈ 20 s
+def test_load_switches_through_the_settings_and_a_failing_model_gives_way(comp, env, aloop):
     from tests.models.model_files import write_folder
+
+    async def load_and_wait(source):
+        return await comp.models.load(source), await comp.wait_ready(60)
+
+    assert aloop.run(load_and_wait("tiny-vlm"), 120) == (True, True)  # as Settings → Model would
+    assert comp.settings.model_source == "tiny-vlm" and comp.engine.supports_images
+    assert json.loads((env / "config" / "settings.json").read_text())["model_source"] == "tiny-vlm"
 
     folder = write_folder(env / "models" / "odd", model_type="nosuchmodel")  # passes the check, not the loader
     states = []
     comp.engine_state.connect(states.append)
-
-    async def load_and_wait():
-        return await comp.models.load(str(folder)), await comp.wait_ready(60)
-
-    assert aloop.run(load_and_wait(), 120) == (False, True)
+    assert aloop.run(load_and_wait(str(folder)), 120) == (False, True)
     assert "failed" in states and states[-1] == "ready"
-    assert comp.settings.model_source == "tiny" and comp.model_name == "omnidesk-tiny"
+    assert comp.settings.model_source == "tiny-vlm" and comp.engine.supports_images
     said = comp.window.status.toolTip()
     assert "odd could not be loaded" in said and "nosuchmodel" in said and "loaded before is back" in said
