@@ -21,7 +21,7 @@ from tests.models.model_files import write_gguf
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    for name in ("CONFIG", "DATA", "LOG"):
+    for name in ("CONFIG", "DATA", "LOG", "CACHE"):  # CACHE: the KV snapshots too
         monkeypatch.setenv(f"OMNIDESK_{name}_DIR", str(tmp_path / name.lower()))
     # only the test's folder is looked at: no HF cache, LM Studio or Ollama of this machine
     monkeypatch.setattr(Places, "default", classmethod(lambda cls, folder="", home=None: Places(models_folder=tmp_path / "models")))
@@ -70,8 +70,23 @@ def test_bad_models_are_refused_and_the_loaded_one_stays(comp, env, aloop, qtbot
         assert comp.gateway is gateway and comp.model_name == "omnidesk-tiny" and comp.settings.model_source == "tiny"
 
 
-def test_unload_frees_the_model_and_load_brings_it_back(comp, aloop, qtbot):
+async def _turn(comp, messages):
+    from desktop.model.params import SamplingParams
+    from desktop.protocol import Done
+
+    end = None
+    async for event in comp.gateway.chat(messages, SamplingParams(max_tokens=6, temperature=0.0), conversation="c1"):
+        end = event
+    assert isinstance(end, Done), end
+    return end
+
+
+def test_unload_frees_the_model_and_load_brings_it_back_with_its_cache(comp, aloop, qtbot):
+    from desktop.model.messages import Message
+
     page = comp.window.pages["models"]
+    history = [Message("system", "You help."), Message("user", "Tell me about gulls. " * 40)]
+    first = aloop.run(_turn(comp, history))
     states = []
     comp.engine_state.connect(states.append)
     aloop.run(comp.models.unload())
@@ -88,6 +103,9 @@ def test_unload_frees_the_model_and_load_brings_it_back(comp, aloop, qtbot):
 
     assert aloop.run(load_and_wait()) == (True, True)
     assert comp.model_name == "omnidesk-tiny" and states[-1] == "ready" and page.unload_button.isEnabled()
+    follow = history + [Message("assistant", first.text), Message("user", "And terns?")]
+    second = aloop.run(_turn(comp, follow))  # the cache badge follows: the history comes back from disk
+    assert second.stats.kind == "disk" and second.stats.cached_tokens >= first.stats.input_tokens, second.stats
 
 
 def test_the_model_is_unloaded_after_the_idle_minutes(comp, aloop):
