@@ -62,7 +62,10 @@ class ModelControl:
     @classmethod
     def create(cls, settings: Callable[[], Settings], state_dir: Path, embedded: Callable[[], Path | None],
                **parts: Any) -> ModelControl:
-        folder = lambda: Path(settings().models_folder).expanduser() if settings().models_folder else default_models_folder()  # noqa: E731
+        def folder() -> Path:
+            chosen = settings().models_folder
+            return Path(chosen).expanduser() if chosen else default_models_folder()
+
         catalog = Catalog(lambda: Places.default(str(folder())), embedded)
         downloads = Downloads(state_dir, folder, lambda: settings().hub_downloads)
         return cls(settings, catalog=catalog, downloads=downloads, **parts)
@@ -110,7 +113,7 @@ class ModelControl:
 
     async def refresh(self) -> None:
         rows = await asyncio.to_thread(self.catalog.scan)
-        choices_ = self._readiness()
+        choices_ = await asyncio.to_thread(self._readiness)  # stored after the first start's check
         fits = {r.source: fit(r, choices_) for r in rows if choices_ is not None and not r.problem}
         if self.page is not None:
             self.page.show_models(rows, fits)

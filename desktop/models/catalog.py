@@ -5,6 +5,7 @@ a second scan reads only what changed. Blocking (reads headers): run it off the 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -25,8 +26,13 @@ class Catalog:
     def __init__(self, places: Callable[[], Places], embedded: Callable[[], Path | None]) -> None:
         self._places, self._embedded = places, embedded
         self._memo: BoundedDict = BoundedDict(512)  # (path, size, mtime) → facts
+        self._lock = threading.Lock()  # one scan at a time (F5 pressed twice)
 
     def scan(self) -> list[ModelFacts]:
+        with self._lock:
+            return self._scan()
+
+    def _scan(self) -> list[ModelFacts]:
         found: list[ModelFacts] = []
         seen: set[Path] = set()
 
