@@ -29,6 +29,7 @@ from desktop.ui.theme import apply_theme
 from desktop.engine_proxy import EngineProxy
 from desktop.engine_runner import EngineRunner
 from desktop.pages import Pages
+from desktop.model_control import ModelControl
 from desktop.engine_hosts import engine_hosts, readiness, worker_cores  # noqa: F401 - worker_cores: bench/api.py
 from desktop.workers.factory import remote_hosts
 from desktop.workers.kv_disk.files import SnapshotDir, kv_root
@@ -37,6 +38,7 @@ from desktop.workers.remote.roster import RemoteRoster
 
 log = logging.getLogger(__name__)
 RESTARTING = "Restarting the model with the new settings…"
+UNLOADED = "No model is loaded: load one on the Models page (Ctrl+5)."
 
 
 class Composition(QObject):
@@ -74,6 +76,12 @@ class Composition(QObject):
         self.pages = Pages(lambda: self.settings, self.engine.proxy, model=lambda: self.engine.model_name,
                            sees_images=lambda: self.engine.supports_images, recording_status=self.recording_status.emit,
                            save=self.save, open_settings=self.open_settings, tools=self.tools)
+        self.models = ModelControl.create(  # the Models page's work: catalog, load/unload, idle unload, downloads
+            lambda: self.settings, config_dir(), _embedded_gguf, apply=self.apply_settings, unload=self.unload_model,
+            boot=self.engine.boot, loaded=lambda: self.engine.model_name, activity=self._activity,
+            readiness=self._choices, say=self._say, spawn=self.spawn, save=self.save, wait_ready=self.wait_ready,
+            failure=self._failure)
+        self.engine_state.connect(self.models.engine_state)
 
     # ------------------------------------------------------------------ what the parts own
 
@@ -136,12 +144,14 @@ class Composition(QObject):
             self._off_thread(self.snapshots.collect, [c.id for c in self.store.list()])
         if self.recordings is not None:
             self.recording_status.connect(window.show_message)
+        self._models_page(window)
         settle_heap()  # start-up is over: what it built lives as long as the window (see gc_policy)
         window.show()
         self.engine.boot()
         self._first_run(window)
         if self.settings.api_server_enabled:
             self.spawn(self.api.apply(self.settings))  # at once: it answers 503 until the model is up
+        self.spawn(self.models.idle_loop())
         if self.recordings is not None:  # at start, then hourly (cancelled with the other tasks at shutdown)
             self.spawn(self.recordings.retention_loop())
             self.spawn(self.recordings.idle_chats_loop())
@@ -156,6 +166,57 @@ class Composition(QObject):
             box.open()  # not exec(): a nested loop inside a task breaks qasync
             self._warning = None
         return window
+
+    def _models_page(self, window: MainWindow) -> None:
+        """The Models page (its placeholder stays if it cannot be built)."""
+        try:
+            from desktop.ui.models_page import ModelsPage
+
+            page = ModelsPage(self.settings, self.models.folder())
+        except Exception:  # noqa: BLE001 - the rest of the window goes on
+            log.exception("The Models page could not be built")
+            return
+        window.set_page("models", page)
+        self.models.attach(page)
+
+    def _say(self, text: str) -> None:
+        if self.window is not None:
+            self.window.show_message(text)
+
+    def _failure(self) -> str:
+        """Why the last load failed, as the workers said it."""
+        snap = self.snapshot()
+        return next((w.message for w in (snap.workers if snap else []) if w.state == "error" and w.message), "")
+
+    def _activity(self) -> tuple[bool, int]:
+        """(a request runs or waits, requests submitted so far) for the idle unload's tick."""
+        snap = self.snapshot()
+        if snap is None:
+            return False, 0
+        return snap.requests.running > 0 or bool(snap.queue), snap.requests.submitted
+
+    def _choices(self) -> Any:
+        """This machine's readiness choices for the Models page's "fits" column (None for the test models)."""
+        if self.settings.model_source.startswith("tiny"):
+            return None
+        try:
+            return readiness().choices
+        except Exception:  # noqa: BLE001 - the column then says "?"
+            log.exception("The readiness check failed")
+            return None
+
+    async def unload_model(self) -> None:
+        """Stop the engine and free the model's memory (the Models page's Unload, or idle). The
+        workers write their KV snapshots as on quit, so a conversation's cache comes back from disk."""
+        async with self._lock:
+            if self._closed:
+                return
+            await self._stop_engine()
+            self.proxy.absent = UNLOADED
+            if self.window is not None:
+                self.window.set_model(None)
+                self.window.refresh()
+            self.engine_state.emit("unloaded")
 
     def _first_run(self, window: MainWindow) -> None:
         """The first-run page, on the first start and when the hardware changed (not for the
@@ -317,6 +378,7 @@ class Composition(QObject):
             if window.isVisible():
                 window.close()
         await self.api.close()  # API clients get their answers cut before the engine goes
+        self.models.downloads.close()  # a download under way resumes at the next start
         await self._stop_engine()
         await self.pages.close()  # the recordings' last lines, then the voice
         await self._tasks.cancel_all()
@@ -325,6 +387,16 @@ class Composition(QObject):
         if window is not None:
             window.deleteLater()
         self.engine_state.emit("closed")
+
+
+def _embedded_gguf() -> Path | None:
+    from desktop.errors import ModelLoadError
+    from desktop.model.default_model import embedded_default_gguf
+
+    try:
+        return embedded_default_gguf()
+    except ModelLoadError:
+        return None
 
 
 def sound_devices() -> Any:

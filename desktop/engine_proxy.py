@@ -16,13 +16,15 @@ class EngineProxy:
     while there is none raises OmnideskError(code "not_ready", retryable) at once, before any
     awaiting: the async methods return the target's coroutine."""
 
+    NOT_YET = "The model is not running yet; try again in a moment."
+
     def __init__(self) -> None:
         self.target: EngineApi | None = None
+        self.absent = self.NOT_YET  # what a call hears while there is no target (the Models page's Unload sets it)
 
     def _engine(self) -> EngineApi:
         if self.target is None:
-            raise OmnideskError("The model is not running yet; try again in a moment.", code="not_ready",
-                                retryable=True)
+            raise OmnideskError(self.absent, code="not_ready", retryable=True)
         return self.target
 
     @property

@@ -89,6 +89,7 @@ class EngineRunner:
 
     def boot(self) -> asyncio.Task:
         """Build and load the engine for the current settings, as a task (never blocks)."""
+        self.proxy.absent = EngineProxy.NOT_YET
         self.boot_task = self._spawn(self._boot())
         return self.boot_task
 

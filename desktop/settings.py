@@ -121,9 +121,13 @@ class Settings(BaseModel):
     system_preset: str = "assistant"
     theme: Literal["system", "light", "dark"] = "system"
     window_geometry: str | None = None  # base64 of QWidget.saveGeometry()
-    last_page: Literal["chat", "call", "recordings", "admin"] = "chat"
+    last_page: Literal["chat", "call", "recordings", "admin", "models"] = "chat"
     last_conversation_id: str | None = None
     settings_version: int = Field(VERSION, ge=1)  # what _migrate reads in an older file
+    # model manager (desktop/models, the Models page)
+    models_folder: str = ""  # where the page looks for models and downloads go ("": the app's data folder)
+    idle_unload_minutes: int = Field(0, ge=0, le=24 * 60)  # unload the model after so many idle minutes (0: never)
+    hub_downloads: bool = False  # the Models page may download from the Hugging Face Hub (the network)
 
     @field_validator("*")
     @classmethod

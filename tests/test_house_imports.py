@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "desktop"
 # top floor first; a module may import its own floor or any floor below it
 FLOORS = [
-    {"__main__", "app", "cli", "cli_signals", "composition", "engine_runner", "pages"},
+    {"__main__", "app", "cli", "cli_signals", "composition", "engine_runner", "pages", "model_control"},
     {"engine_proxy"},
     {"ui"},
     {"recording"},
@@ -20,6 +20,7 @@ FLOORS = [
     {"gateway", "settings", "cli_conversation"},
     {"chat", "api"},
     {"tools"},
+    {"models"},
     {"workers"},
     {"protocol"},
     {"model", "media"},

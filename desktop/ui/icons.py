@@ -25,7 +25,7 @@ def _canvas() -> tuple[QPixmap, QPainter]:
 
 
 def nav_icon(kind: str, color: QColor, selected: QColor | None = None) -> QIcon:
-    """'chat' (speech bubble), 'call' (headset), 'recordings' (record button), 'admin' (bar chart);
+    """'chat' (speech bubble), 'call' (headset), 'recordings' (record button), 'admin' (bar chart), 'models' (a chip);
     drawn in `color`, and in `selected` for the selected state when given."""
     icon = QIcon(_draw(kind, color))
     if selected is not None:
@@ -58,6 +58,12 @@ def _draw(kind: str, color: QColor) -> QPixmap:
         p.drawEllipse(QRectF(8, 8, 48, 48))
         p.setBrush(color)
         p.drawEllipse(QRectF(22, 22, 20, 20))
+    elif kind == "models":  # a chip: a square with pins
+        p.drawRoundedRect(QRectF(16, 16, 32, 32), 4, 4)
+        for x in (24, 32, 40):
+            for y0, y1 in ((6, 16), (48, 58)):
+                p.drawLine(QPointF(x, y0), QPointF(x, y1))
+                p.drawLine(QPointF(y0, x), QPointF(y1, x))
     elif kind == "admin":
         for x, top in ((14, 34), (32, 14), (50, 26)):
             p.drawLine(QPointF(x, 54), QPointF(x, top))

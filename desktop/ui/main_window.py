@@ -1,4 +1,4 @@
-"""The main window: sidebar navigation over Chat, Call, Recordings and Admin, the menus and
+"""The main window: sidebar navigation over Chat, Call, Recordings, Admin and Models, the menus and
 keyboard shortcuts, the model-loading banner above the chat, and the status bar."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from desktop.ui.help_boxes import about_box, open_log_folder
 from desktop.ui.icons import app_icon
 from desktop.ui.loading_banner import LoadingBanner
 from desktop.ui.nav import KEYS, NavBar
-from desktop.ui.placeholder import call_page as coming_soon_call, recordings_page as coming_soon_recordings
+from desktop.ui.placeholder import call_page as coming_soon_call, models_page as coming_soon_models
+from desktop.ui.placeholder import recordings_page as coming_soon_recordings
 from desktop.ui.plain import html_text
 from desktop.ui.shortcuts import ShortcutsDialog, binds, sequence, window_shortcuts
 from desktop.ui.status_bar import StatusBar
@@ -63,7 +64,8 @@ class MainWindow(QMainWindow):
         self._chat_layout.addWidget(self.banner)
         self._chat_layout.addWidget(self.chat_page, 1)
         self.stack = QStackedWidget()
-        self.pages = {"chat": chat_area, "call": coming_soon_call(), "recordings": coming_soon_recordings(), "admin": self.admin}
+        self.pages = {"chat": chat_area, "call": coming_soon_call(), "recordings": coming_soon_recordings(), "admin": self.admin,
+                      "models": coming_soon_models()}
         for key in KEYS:
             self.stack.addWidget(self.pages[key])
         central = QWidget()

@@ -1,4 +1,4 @@
-"""The left sidebar: one entry per page (Chat, Call, Recordings, Admin) with an icon, the page's
+"""The left sidebar: one entry per page (Chat, Call, Recordings, Admin, Models) with an icon, the page's
 shortcut in its tooltip, and a `page_selected(key)` signal."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ PAGES = (
     Page("call", "Call", "Voice calls: talk with the assistant (Ctrl+2)"),
     Page("recordings", "Recordings", "Recorded calls and chats: play them back"),
     Page("admin", "Admin", "Workers, KV slots, queue and cache numbers"),
+    Page("models", "Models", "The models on disk: load, unload, download"),
 )
 KEYS = tuple(p.key for p in PAGES)
 

@@ -62,3 +62,10 @@ def recordings_page() -> ComingSoonPage:
         "recordings", "Recordings",
         "Play back recorded calls with their text, audio and video in sync, and let old "
         "recordings clean themselves up by age or size. Recording stays off unless you turn it on.")
+
+
+def models_page() -> ComingSoonPage:
+    return ComingSoonPage(
+        "models", "Models",
+        "The models on this computer, to load, unload and download. The list could not be built; "
+        "the details are in the log file (Help → Open log folder).")

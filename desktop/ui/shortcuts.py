@@ -62,15 +62,17 @@ SHORTCUTS = (
     Shortcut("back_to_list", "Esc", "Back to the recordings list", owner="viewer", group="Recordings"),
     Shortcut("delete_recording", "Del", "Delete the selected recording…", owner="recordings", group="Recordings"),
     Shortcut("refresh_recordings", "F5", "Refresh the recordings list", owner="recordings", group="Recordings"),
+    Shortcut("refresh_models", "F5", "Look for models on disk again", owner="models", group="Models"),
     Shortcut("page_chat", "Ctrl+1", "Go to Chat"),
     Shortcut("page_call", "Ctrl+2", "Go to Call"),
     Shortcut("page_recordings", "Ctrl+3", "Go to Recordings"),
     Shortcut("page_admin", "Ctrl+4", "Go to Admin"),
+    Shortcut("page_models", "Ctrl+5", "Go to Models"),
     Shortcut("settings", "Ctrl+,", "Settings…"),
     Shortcut("shortcuts", "F1", "Keyboard shortcuts"),
     Shortcut("quit", "Ctrl+Q", "Quit"),
 )
-GROUPS = ("Chat", "Conversation list", "Call", "Recordings", "General")
+GROUPS = ("Chat", "Conversation list", "Call", "Recordings", "Models", "General")
 
 
 def find(action: str) -> Shortcut:
