@@ -38,6 +38,8 @@ SHORTCUTS = (
     Shortcut("stop", "Esc", "Stop the reply", grab=False, group="Chat"),
     Shortcut("send", "Enter", "Send the message", owner="composer", group="Chat"),
     Shortcut("newline", "Shift+Enter", "New line in the message", owner="composer", group="Chat"),
+    # The Tools switch's mnemonic (shown only when MCP servers are set up).
+    Shortcut("tools", "Alt+T", "Offer the MCP servers' tools in this chat: on or off", owner="tools", group="Chat"),
     # The Voice button binds its key (shown only when there is a voice); the Chat menu shows it.
     Shortcut("voice", "Ctrl+Shift+V", "Speak replies aloud: on or off", owner="voice", group="Chat",
              menu="Speak replies aloud"),
