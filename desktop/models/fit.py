@@ -27,7 +27,9 @@ def room(choices: Choices) -> int:
 
 def fit(facts: ModelFacts, choices: Choices) -> Fit:
     dtype = str(choices.dtype.value)
-    if facts.kind in (Kind.GGUF, Kind.EMBEDDED) and facts.size_bytes:
+    if facts.kind is Kind.EMBEDDED and facts.params:  # the torch runner holds it unpacked, in the chosen dtype
+        needs, what = facts.params * BYTES[dtype], f"{facts.params / 1e6:.0f}M parameters in {dtype}"
+    elif facts.kind is Kind.GGUF and facts.size_bytes:
         needs, what = int(facts.size_bytes * GGUF_OVERHEAD), "its file size and a little more"
     elif facts.params:
         needs, what = facts.params * BYTES[dtype], f"{facts.params / 1e9:.1f}B parameters in {dtype}"

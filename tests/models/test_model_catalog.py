@@ -94,3 +94,12 @@ def test_a_model_fits_where_the_readiness_check_leaves_room_for_it():
     assert room(laptop) > 0 and room(gpu) > room(laptop)
     unknown = ModelFacts("u", Kind.FOLDER, "u")
     assert fit(unknown, laptop).fits and "not known" in fit(unknown, laptop).reason
+
+
+def test_the_embedded_model_needs_its_parameters_in_the_chosen_dtype_not_its_file_size():
+    """The torch runner holds the embedded model unpacked (515 MB in float32 for a 98 MB file)."""
+    embedded = ModelFacts("default", Kind.EMBEDDED, "SmolLM2", params=134_515_008, size_bytes=98 * 1024**2)
+    laptop = decide(_machine(16))
+    need = fit(embedded, laptop)
+    assert need.needs == 134_515_008 * (2 if laptop.dtype.value == "bfloat16" else 4)
+    assert laptop.dtype.value in need.reason and "file size" not in need.reason
