@@ -48,7 +48,9 @@ def ready_start(root: Path = ROOT) -> dict:
     probe = json.loads(lines[-1])
     if probe["error"]:
         raise RuntimeError(f"the worker failed: {probe['error']}")
-    stamps = {name: at - t0 for name, at in probe["stages"]}
+    stamps: dict[str, float] = {}
+    for name, at in probe["stages"]:  # "Starting…" twice from a child: its process up, then torch imported
+        stamps[name if name not in stamps else f"{name} (again)"] = at - t0
     return {"python_s": probe["started"] - t0, "host_imports_s": probe["imported"] - probe["started"],
             "stages_s": {k: round(v, 3) for k, v in stamps.items()}, "ready_s": stamps["ready"],
             "first_token_s": stamps["first token"], "ttft_s": stamps["first token"] - (probe["asked"] - t0)}

@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.bias import causal_lower_right
 
 from desktop.model.kv_pool import KVPool
 from desktop.model.llama_weights import INT4_GROUP, LlamaWeights, from_model, int4_grid
@@ -138,6 +137,7 @@ class FastLlama:
         # blocks (issue 25). Off on CPUs, where the mask path measured as fast; off for good if
         # no kernel takes it here.
         self.causal_prefill = self.device.type == "cuda"
+        self._lower_right = _causal_bias() if self.causal_prefill else None
         # A decode step of few rows over a long pool on a GPU: SDPA's masked kernels ran 0.71 ms
         # a layer at 32k positions where two matmuls and a softmax take 0.14 (8B heads, H100;
         # bench/attention_gpu.py); from 32 rows on, SDPA is faster again. None: never.
@@ -208,8 +208,17 @@ class FastLlama:
     def _causal(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, T: int, length: int) -> torch.Tensor | None:
         """Attention of T queries at the last T of `length` positions, GQA native: [1, nh, T, hd]."""
         try:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(T, length), enable_gqa=True)
+            bias = self._lower_right or _causal_bias()
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias(T, length), enable_gqa=True)
         except (RuntimeError, NotImplementedError) as exc:
             log.warning("Causal prefill attention is not available here (%s); using the masked path.", exc)
             self.causal_prefill = False
             return None
+
+
+def _causal_bias() -> Callable[[int, int], Any]:
+    """torch's lower-right causal bias, imported only where it is used (a GPU's prefill): its
+    module imports torch._dynamo, which took longer than the rest of a CPU start (2-6 s on 2 cores)."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    return causal_lower_right

@@ -37,7 +37,8 @@ def load_worker(
                 watch.progress()
             status(WorkerState.LOADING, stage if fraction is None else f"{stage} {fraction:.0%}")
 
-        loaded = load_model(spec, progress=progress)
+        static = config.runner.startswith("static") or config.runner == "auto"  # transformers' model not needed
+        loaded = load_model(spec, progress=progress, static=static)
         return Worker(loaded, config, emit=emit)
     finally:
         if watch is not None:
