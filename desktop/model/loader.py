@@ -23,6 +23,7 @@ from desktop.model.default_model import (
     ensure_converted,
 )
 from desktop.model.quiet_gguf import no_gguf_progress_bar
+from desktop.model.weight_progress import weights_progress
 from desktop.safefile import load_json
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported on this path
@@ -238,7 +239,7 @@ def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
     if not getattr(tokenizer, "chat_template", None) and getattr(processor, "chat_template", None):
         tokenizer.chat_template = processor.chat_template  # VLMs often keep the template with the processor
     report("Loading model…", None)
-    with _load_errors(f"the model in {folder}"):
+    with _load_errors(f"the model in {folder}"), weights_progress(report):
         model = AutoModelForImageTextToText.from_pretrained(
             folder, dtype=getattr(torch, spec.dtype), **NO_REMOTE, **_placement(spec.device)
         )
@@ -255,7 +256,7 @@ def _load_folder(folder: Path, spec: ModelSpec, report: Progress, hint: str = ""
     with _load_errors(f"the tokenizer in {folder}{hint}"):
         tokenizer = AutoTokenizer.from_pretrained(folder, **NO_REMOTE)
     report("Loading model…", None)
-    with _load_errors(f"the model in {folder}{hint}"):
+    with _load_errors(f"the model in {folder}{hint}"), weights_progress(report):
         model = AutoModelForCausalLM.from_pretrained(
             folder, dtype=getattr(torch, spec.dtype), **NO_REMOTE, **_placement(spec.device)
         )

@@ -8,6 +8,7 @@ from typing import Callable
 from desktop.protocol import Event, WorkerState
 from desktop.model.loader import ModelSpec, load_model
 from desktop.workers.config import WorkerConfig
+from desktop.workers.load_time_left import TimeLeft, left_text
 from desktop.workers.load_watch import LoadWatch
 
 
@@ -32,10 +33,14 @@ def load_worker(
             torch.set_num_threads(threads)
         status(WorkerState.LOADING, "Starting…")
 
+        time_left = TimeLeft()
+
         def progress(stage: str, fraction: float | None) -> None:
             if watch is not None:
                 watch.progress()
-            status(WorkerState.LOADING, stage if fraction is None else f"{stage} {fraction:.0%}")
+            left = time_left(stage, fraction)
+            text = stage if fraction is None else f"{stage} {fraction:.0%}"
+            status(WorkerState.LOADING, text if left is None else f"{text} · {left_text(left)}")
 
         static = config.runner.startswith("static") or config.runner == "auto"  # transformers' model not needed
         loaded = load_model(spec, progress=progress, static=static)
