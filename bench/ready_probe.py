@@ -23,13 +23,14 @@ def main() -> None:
     import threading
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from desktop.engine_hosts import worker_cores
+    from desktop.model.hardware import physical_cores
     from desktop.model.loader import ModelSpec
     from desktop.model.messages import Message
     from desktop.model.params import SamplingParams
     from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, WorkerState, WorkerStatus
     from desktop.workers.config import WorkerConfig
     from desktop.workers.process_host import ProcessHost
+    from desktop.workers.readiness import threads_for
 
     imported = time.perf_counter()
     stages: list[tuple[str, float]] = []
@@ -56,7 +57,7 @@ def main() -> None:
         elif isinstance(event, Done):
             done.set()
 
-    host = ProcessHost("cpu0", ModelSpec("default", "auto", "cpu"), WorkerConfig(), threads=worker_cores())
+    host = ProcessHost("cpu0", ModelSpec("default", "auto", "cpu"), WorkerConfig(), threads=int(threads_for(physical_cores()).value))
     host.start(sink)
     ready.wait(300)
     asked = time.perf_counter()

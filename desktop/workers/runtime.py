@@ -12,6 +12,12 @@ from desktop.workers.load_time_left import TimeLeft, left_text
 from desktop.workers.load_watch import LoadWatch
 
 
+def static_only(config: WorkerConfig) -> bool:
+    """Whether the worker runs its model with the static runner only (runner "auto" or "static…"):
+    a Llama model then loads as its packed weights, without the transformers model (model/fast_start.py)."""
+    return config.runner == "auto" or config.runner.startswith("static")
+
+
 def load_worker(
     spec: ModelSpec,
     config: WorkerConfig,
@@ -42,8 +48,7 @@ def load_worker(
             text = stage if fraction is None else f"{stage} {fraction:.0%}"
             status(WorkerState.LOADING, text if left is None else f"{text} · {left_text(left)}")
 
-        static = config.runner.startswith("static") or config.runner == "auto"  # transformers' model not needed
-        loaded = load_model(spec, progress=progress, static=static)
+        loaded = load_model(spec, progress=progress, static=static_only(config))
         return Worker(loaded, config, emit=emit)
     finally:
         if watch is not None:
