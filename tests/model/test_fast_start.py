@@ -83,3 +83,29 @@ def test_a_later_start_imports_no_model_code(tiny_folder):
                          env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "LlamaWeights []"
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_the_embedded_model_starts_from_its_packed_weights_and_says_the_same():
+    """The embedded default, later start (static runner): LlamaWeights, and the same greedy reply
+    (fp32) as the transformers model loaded the old way."""
+    from desktop.model.loader import load_model
+    from desktop.model.messages import Message
+    from desktop.model.params import SamplingParams
+    from desktop.protocol import Chat, Done
+    from desktop.workers.config import WorkerConfig
+    from desktop.workers.local import LocalClient
+
+    load_model(ModelSpec("default"), static=True)  # packs the weights if this machine has not yet
+    fast = load_model(ModelSpec("default"), static=True)
+    slow = load_model(ModelSpec("default"))
+    assert isinstance(fast.model, LlamaWeights) and not isinstance(slow.model, LlamaWeights)
+    assert (fast.context_length, fast.kv_bytes_per_token, fast.name) == (slow.context_length, slow.kv_bytes_per_token, slow.name)
+    msgs = (Message("user", "Name three colours."),)
+    replies = []
+    for lm, runner in ((fast, "auto"), (slow, "static"), (slow, "hf")):
+        events = LocalClient(lm, WorkerConfig(runner=runner)).run(Chat("r", msgs, SamplingParams(max_tokens=12)))
+        assert isinstance(events[-1], Done)
+        replies.append(list(events[-1].token_ids))
+    assert replies[0] == replies[1] == replies[2]
