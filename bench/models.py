@@ -53,7 +53,8 @@ def ready_start(root: Path = ROOT) -> dict:
         stamps[name if name not in stamps else f"{name} (again)"] = at - t0
     return {"python_s": probe["started"] - t0, "host_imports_s": probe["imported"] - probe["started"],
             "stages_s": {k: round(v, 3) for k, v in stamps.items()}, "ready_s": stamps["ready"],
-            "first_token_s": stamps["first token"], "ttft_s": stamps["first token"] - (probe["asked"] - t0)}
+            "first_token_s": stamps["first token"], "ttft_s": stamps["first token"] - (probe["asked"] - t0),
+            "worker_cpu_s": probe.get("worker_cpu_s")}
 
 
 def ready_s_default(runs: int = 3, root: Path = ROOT) -> dict:
@@ -62,7 +63,9 @@ def ready_s_default(runs: int = 3, root: Path = ROOT) -> dict:
     ready_start(root)  # a warm page cache and a converted model, as on any later start
     starts = [ready_start(root) for _ in range(runs)]
     med = lambda key: round(statistics.median(s[key] for s in starts), 3)  # noqa: E731
+    cpu = [s["worker_cpu_s"] for s in starts if s.get("worker_cpu_s") is not None]
     return {"ready_s_default": med("first_token_s"), "ready_s_to_idle": med("ready_s"), "ttft_s_first_reply": med("ttft_s"),
+            "worker_cpu_s": round(statistics.median(cpu), 2) if cpu else None,
             "ready_runs": [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()} for s in starts],
             "load_avg": os.getloadavg()[0]}
 

@@ -64,11 +64,24 @@ def main() -> None:
     host.submit(Chat("probe", (Message("user", "Hello! What can you do?"),), SamplingParams(max_tokens=4)))
     first.wait(120)
     done.wait(60)
+    cpu = cpu_seconds(host.process.pid) if host.process is not None else None
     host.close()
     print(json.dumps({
         "t0": t0, "started": STARTED, "imported": imported, "asked": asked,
-        "stages": stages, "error": failure[0] if failure else "",
+        "stages": stages, "error": failure[0] if failure else "", "worker_cpu_s": cpu,
     }))
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) a process has used so far, from /proc (None elsewhere): the cost
+    of a start apart from how busy the machine was."""
+    import os
+
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 if __name__ == "__main__":
