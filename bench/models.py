@@ -6,6 +6,7 @@ The GGUF memory/speed figures are to come.
     python -m bench.models            # a table of the choices, then the JSON line
     python -m bench.models --no-gpu   # without the GPU child (facts from /proc only)
     python -m bench.models --ready 5  # five later starts of the embedded model (0: none)
+    python -m bench.models --first    # also a first start, in an empty cache (converts the GGUF)
 
 Last line: JSON {"machine": {...}, "facts": {...}, "readiness": {choice: {"value", "reason"}}}."""
 
@@ -35,10 +36,13 @@ def readiness(gpus: bool = True) -> dict:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def ready_start(root: Path = ROOT) -> dict:
+def ready_start(root: Path = ROOT, cache: str | None = None) -> dict:
     """One later start of the embedded model in a fresh process (the code under `root`): seconds
-    from starting that process to each stage the worker reports, to ready and to the first token."""
+    from starting that process to each stage the worker reports, to ready and to the first token.
+    `cache`: the Omnidesk cache folder to use (an empty one: a first start, which converts)."""
     env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"}
+    if cache is not None:
+        env["OMNIDESK_CACHE_DIR"] = cache
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "ready_probe.py"), repr(t0)], cwd=root, env=env,
                          capture_output=True, text=True, timeout=600)
@@ -70,12 +74,27 @@ def ready_s_default(runs: int = 3, root: Path = ROOT) -> dict:
             "load_avg": os.getloadavg()[0]}
 
 
+def ready_first_s(root: Path = ROOT) -> dict:
+    """The first start (conversion of the embedded GGUF and packing included) in an empty cache,
+    then a later start from that cache; about a minute and 1 GB of temporary disk."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="omnidesk-first-") as cache:
+        first, later = ready_start(root, cache), ready_start(root, cache)
+    return {"ready_s_first_start": round(first["first_token_s"], 3), "ready_s_after_first": round(later["first_token_s"], 3),
+            "first_start_stages_s": first["stages_s"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-gpu", action="store_true", help="do not ask the GPUs (no CUDA child process)")
     parser.add_argument("--ready", type=int, default=3, metavar="N", help="later starts of the embedded model (0: none)")
+    parser.add_argument("--first", action="store_true", help="also a first start in an empty cache (a minute, 1 GB)")
     args = parser.parse_args()
     out = readiness(gpus=not args.no_gpu)
+    if args.first:
+        out.update(ready_first_s())
+        print(f"  first start: {out['ready_s_first_start']} s to the first token (then {out['ready_s_after_first']} s)")
     if args.ready:
         out.update(ready_s_default(args.ready))
         print(f"  ready_s_default: {out['ready_s_default']} s to the first token (median of {args.ready}; "

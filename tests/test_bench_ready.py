@@ -40,3 +40,17 @@ def test_a_failed_worker_is_an_error_not_a_figure(monkeypatch):
     monkeypatch.setattr(subprocess, "run", run)
     with pytest.raises(RuntimeError, match="No model"):
         models.ready_start()
+
+
+def test_first_start_runs_in_an_empty_cache_of_its_own(monkeypatch):
+    caches = []
+    fake = fake_probe([40.0, 2.0])
+
+    def run(cmd, **kwargs):
+        caches.append(kwargs["env"].get("OMNIDESK_CACHE_DIR"))
+        return fake(cmd, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    out = models.ready_first_s()
+    assert out["ready_s_first_start"] == pytest.approx(40.3) and out["ready_s_after_first"] == pytest.approx(2.3)
+    assert caches[0] and caches[0] == caches[1]  # the later start reads what the first one converted
