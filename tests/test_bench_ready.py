@@ -1,4 +1,4 @@
-"""bench/models.py's ready_s_default: the probe's stamps become seconds from the process start,
+"""bench/ready_figures.py (bench/models.py --ready): ready_s_default: the probe's stamps become seconds from the process start,
 and the figure is the median time to the first token (the probe itself is faked here)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from bench import models
+from bench import ready_figures as models
 
 
 def fake_probe(starts: list[float]):
