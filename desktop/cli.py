@@ -193,6 +193,7 @@ def _converse(args: argparse.Namespace, term) -> int:
     from desktop.protocol import Chat, ChunkEvent, Done, ErrorEvent, Stop
     from desktop.settings import load_settings
     from desktop.workers.local import LocalClient
+    from desktop.workers.runtime import static_only
 
     store = ConversationStore.default()
     if store.notice:
@@ -208,8 +209,9 @@ def _converse(args: argparse.Namespace, term) -> int:
     if warning:
         print(f"omnidesk: {warning}", file=sys.stderr)
     params = chat_params(args, settings.sampling())
-    lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=Progress())
-    client = LocalClient(lm, replace(settings.worker_config(), cache_mode=args.cache_mode))  # the disk tier too
+    config = replace(settings.worker_config(), cache_mode=args.cache_mode)  # the disk tier too
+    lm = load_model(ModelSpec(args.model, args.dtype, args.device), progress=Progress(), static=static_only(config))
+    client = LocalClient(lm, config)
     prompt = system_prompt(args, settings.system_preset, PresetStore())
     preset = settings.system_preset if args.system is None else ""
     if resumed is not None:

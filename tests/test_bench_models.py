@@ -9,7 +9,7 @@ from bench import models
 
 
 def test_the_last_line_is_json_with_the_machine_and_the_choices(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["models", "--no-gpu"])
+    monkeypatch.setattr(sys, "argv", ["models", "--no-gpu", "--ready", "0"])  # no model starts here
     models.main()
     lines = capsys.readouterr().out.strip().splitlines()
     out = json.loads(lines[-1])

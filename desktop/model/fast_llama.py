@@ -1,7 +1,7 @@
 """FastLlama: a hand-written forward for Llama-family models over a KVPool (model/kv_pool.py).
 
-It reads the weights of a loaded transformers Llama model (nothing is re-trained or converted on
-disk) and runs one forward for B consecutive pool rows at once: `tok`/`pos` [B, T] are written
+It runs the weights of a transformers Llama model in their final layout (model/llama_weights.py:
+taken from the model, or mapped from the file written the first time) and runs one forward for B consecutive pool rows at once: `tok`/`pos` [B, T] are written
 into the rows' K/V at their positions and attention reads each row's first L positions with the
 mask kpos <= pos, so rows of different lengths need no padding and a crop is only a length.
 What makes it faster than the transformers forward on CPU (docs/research/cpu-decode-probe.md):
@@ -16,9 +16,11 @@ from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.bias import causal_lower_right
 
 from desktop.model.kv_pool import KVPool
+from desktop.model.llama_weights import INT4_GROUP, LlamaWeights, from_model, int4_grid
+
+__all__ = ["FastLlama", "INT4_GROUP", "Linear", "can_pack", "int4_grid", "supported"]
 
 log = logging.getLogger(__name__)
 ROPE_TYPES = ("default", "linear", "llama3")  # position tables that do not depend on the sequence
@@ -26,6 +28,8 @@ ROPE_TYPES = ("default", "linear", "llama3")  # position tables that do not depe
 
 def supported(model: Any) -> str | None:
     """None if FastLlama can run `model`, else why not (the runner then falls back to transformers)."""
+    if isinstance(model, LlamaWeights):
+        return None
     cfg = getattr(model, "config", None)
     if getattr(cfg, "model_type", None) != "llama":
         return f"architecture {getattr(cfg, 'model_type', '?')!r} is not Llama"
@@ -52,48 +56,21 @@ def can_pack(dtype: torch.dtype, device: torch.device) -> bool:
         return False
 
 
-INT4_GROUP = 32
 INT4_MAX_ROWS = 4  # the CPU int4 kernel's cost grows with rows: from ~6 rows packed bf16 is faster
 
 
-def int4_grid(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """If every group of 32 weights along K already lies on a 16-level grid (weights that were
-    4-bit quantised, like the default model's Q4_1 blocks, held in bf16), the int4 packing of it
-    for torch's CPU kernel: (packed, scales_and_zeros). Else None: quantising would lose accuracy.
-    Dequantised as (q - 8) * d + zero with zero = min + 8 d; the group's min and max give d and min."""
-    n, k = w.shape
-    if k % INT4_GROUP:
-        return None
-    g = w.float().view(n, k // INT4_GROUP, INT4_GROUP)
-    lo, hi = g.amin(-1), g.amax(-1)
-    d = ((hi - lo) / 15).clamp(min=1e-10)
-    q = torch.round((g - lo[..., None]) / d[..., None]).clamp(0, 15)
-    if float(((q * d[..., None] + lo[..., None] - g).abs().amax(-1) / d).max()) > 0.1:  # bf16 rounding: ≤ 0.04
-        return None
-    scales = torch.stack([d, lo + 8 * d], -1).transpose(0, 1).contiguous().to(torch.bfloat16)
-    return torch._convert_weight_to_int4pack_for_cpu(q.to(torch.int32).view(n, k), 2), scales
-
-
 class Linear:
-    """y = x @ cat(W of `modules`).T, one fused matmul for q/k/v or gate/up. The fused weight is
-    one tensor and the modules' own weights become views of it (no second copy). On a CPU with
-    bf16 it also keeps faster forms: int4 when the weights are on a 4-bit grid (used up to
-    INT4_MAX_ROWS rows), and a oneDNN-prepacked copy when int4 is out or batches may be wider."""
+    """y = x @ W.T for one weight (q/k/v and gate/up come fused, llama_weights.py). On a CPU with
+    bf16 it also keeps faster forms: `int4` (its packs, when the weights are on a 4-bit grid; used
+    up to INT4_MAX_ROWS rows), and a oneDNN-prepacked copy when int4 is out or batches may be wider."""
 
-    def __init__(self, modules: list[Any], fast: bool, batch_hint: int, int4: bool = True) -> None:
-        if len(modules) == 1:
-            self.weight = modules[0].weight.detach()
-        else:
-            self.weight = torch.cat([m.weight.detach() for m in modules])
-            start = 0
-            for m in modules:
-                rows = m.weight.shape[0]
-                m.weight.data = self.weight[start : start + rows]
-                start += rows
-        self.out = int(self.weight.shape[0])
-        self.int4 = int4_grid(self.weight) if fast and int4 else None
+    def __init__(self, weight: torch.Tensor, fast: bool, batch_hint: int,
+                 int4: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+        self.weight = weight
+        self.out = int(weight.shape[0])
+        self.int4 = int4 if fast else None
         wide = self.int4 is None or batch_hint > INT4_MAX_ROWS  # decode batches int4 is slow at
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, batch_hint) if fast and wide else None
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, batch_hint) if fast and wide else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[:-1]
@@ -132,34 +109,26 @@ class FastLlama:
     on_layer: Callable[[], None] | None = None  # called after each decoder layer (heartbeats)
 
     def __init__(self, model: Any, fast: bool | None = None, batch_hint: int = 1) -> None:
+        """`model`: a transformers Llama model or its LlamaWeights (read from the packed file)."""
         why = supported(model)
         if why:
             raise ValueError(f"FastLlama cannot run this model: {why}")
-        cfg = model.config
-        first = next(model.parameters())
-        self.dtype, self.device = first.dtype, first.device
+        w = model if isinstance(model, LlamaWeights) else from_model(model)
+        self.weights = w
+        self.dtype, self.device = w.dtype, w.device
         self.fast = can_pack(self.dtype, self.device) if fast is None else fast
-        self.layers_n, self.heads, self.kv_heads = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.num_key_value_heads
-        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.eps = float(cfg.rms_norm_eps)
-        self.max_len = int(getattr(cfg, "max_position_embeddings", 1 << 20))
-        self.vocab = int(cfg.vocab_size)
-        inner = model.model
-        self.rotary = inner.rotary_emb
-        self.embed = inner.embed_tokens.weight
-        self.norm = inner.norm.weight
-        self.head = Linear([model.lm_head], self.fast, batch_hint, int4=False)  # an int4 head costs accuracy
+        if self.fast and w.int4 is None:  # not read from a packed file: look for int4 weights now
+            w.find_int4()
+        s = w.shape
+        self.layers_n, self.heads, self.kv_heads, self.head_dim = s.layers, s.heads, s.kv_heads, s.head_dim
+        self.eps, self.max_len, self.vocab = s.eps, s.max_len, s.vocab
+        self.embed, self.norm = w.embed, w.norm
+        self.head = Linear(w.head, self.fast, batch_hint)  # never int4: an int4 head costs accuracy
+        int4 = w.int4 or {}
         self.layers = []
-        for layer in inner.layers:
-            a, m = layer.self_attn, layer.mlp
-            self.layers.append((
-                layer.input_layernorm.weight,
-                Linear([a.q_proj, a.k_proj, a.v_proj], self.fast, batch_hint),
-                Linear([a.o_proj], self.fast, batch_hint),
-                layer.post_attention_layernorm.weight,
-                Linear([m.gate_proj, m.up_proj], self.fast, batch_hint),
-                Linear([m.down_proj], self.fast, batch_hint),
-            ))
+        for i, (ln1, qkv, o, ln2, gate_up, down) in enumerate(w.layers):
+            self.layers.append((ln1, *(Linear(t, self.fast, batch_hint, int4.get(f"{i}.{n}")) for n, t in (("qkv", qkv), ("o", o))),
+                                ln2, *(Linear(t, self.fast, batch_hint, int4.get(f"{i}.{n}")) for n, t in (("gate_up", gate_up), ("down", down)))))
         self.cos = self.sin = torch.empty(0)
         self.kpos = torch.empty(0, dtype=torch.long)
         # A prefill (one row, its new tokens the last positions it attends) on a GPU: SDPA's
@@ -168,6 +137,7 @@ class FastLlama:
         # blocks (issue 25). Off on CPUs, where the mask path measured as fast; off for good if
         # no kernel takes it here.
         self.causal_prefill = self.device.type == "cuda"
+        self._lower_right = _causal_bias() if self.causal_prefill else None
         # A decode step of few rows over a long pool on a GPU: SDPA's masked kernels ran 0.71 ms
         # a layer at 32k positions where two matmuls and a softmax take 0.14 (8B heads, H100;
         # bench/attention_gpu.py); from 32 rows on, SDPA is faster again. None: never.
@@ -182,11 +152,9 @@ class FastLlama:
         if self.cos.shape[0] >= n:
             return
         n = max(n, 2 * self.cos.shape[0], 256)
-        pos = torch.arange(n, device=self.device)
-        dummy = torch.zeros(1, dtype=torch.float32, device=self.device)
-        cos, sin = self.rotary(dummy, pos[None])
-        self.cos, self.sin = cos[0].to(self.dtype), sin[0].to(self.dtype)
-        self.kpos = pos
+        cos, sin = self.weights.rope(n)
+        self.cos, self.sin = cos.to(self.dtype), sin.to(self.dtype)
+        self.kpos = torch.arange(n, device=self.device)
 
     @torch.inference_mode()
     def forward(self, pool: KVPool, row0: int, tok: torch.Tensor, pos: torch.Tensor, length: int,
@@ -240,8 +208,17 @@ class FastLlama:
     def _causal(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, T: int, length: int) -> torch.Tensor | None:
         """Attention of T queries at the last T of `length` positions, GQA native: [1, nh, T, hd]."""
         try:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(T, length), enable_gqa=True)
+            bias = self._lower_right or _causal_bias()
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias(T, length), enable_gqa=True)
         except (RuntimeError, NotImplementedError) as exc:
             log.warning("Causal prefill attention is not available here (%s); using the masked path.", exc)
             self.causal_prefill = False
             return None
+
+
+def _causal_bias() -> Callable[[int, int], Any]:
+    """torch's lower-right causal bias, imported only where it is used (a GPU's prefill): its
+    module imports torch._dynamo, which took longer than the rest of a CPU start (2-6 s on 2 cores)."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    return causal_lower_right

@@ -23,6 +23,7 @@ from desktop.model.default_model import (
     ensure_converted,
 )
 from desktop.model.quiet_gguf import no_gguf_progress_bar
+from desktop.model.weight_progress import weights_progress
 from desktop.safefile import load_json
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported on this path
@@ -90,8 +91,10 @@ class LoadedModel:
         return self.vision is not None
 
 
-def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel:
-    """Load `spec`, calling `progress(stage, fraction or None)` at each stage.
+def load_model(spec: ModelSpec, progress: Progress | None = None, static: bool = False) -> LoadedModel:
+    """Load `spec`, calling `progress(stage, fraction or None)` at each stage. `static`: the
+    caller runs it with the static runner only; the embedded default then comes as LlamaWeights
+    mapped from its packed file (model/fast_start.py), written by the first start that lacks it.
 
     Every failure the user can cause (missing path, not a model, unsupported architecture,
     corrupt files, no CUDA, out of memory) raises ModelLoadError with the cause chained.
@@ -114,7 +117,8 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
         with _load_errors("the embedded default model"):
             folder = ensure_converted(report)
         name = folder.name.rsplit("-", 1)[0]  # "<name>-<hash>", see converted_default_dir()
-        model, tokenizer = _load_folder(folder, spec, report, f" (delete {folder} to convert it again)")
+        hint = f" (delete {folder} to convert it again)"
+        model, tokenizer = _load_packed(folder, spec, report, hint) if static else _load_folder(folder, spec, report, hint)
     else:
         path, is_gguf = _resolve(spec.source)
         name = path.stem if is_gguf else path.name
@@ -133,7 +137,8 @@ def load_model(spec: ModelSpec, progress: Progress | None = None) -> LoadedModel
 def assemble(model: Any, tokenizer: Any, name: str, device: str, dtype: str, processor: Any = None) -> LoadedModel:
     """A LoadedModel from a model in memory (eval mode, on `device`, in `dtype`) and its tokenizer,
     plus its processor for a vision-language model; ModelLoadError where they cannot chat."""
-    model.eval()
+    if hasattr(model, "eval"):  # LlamaWeights (static runner only) have no training mode
+        model.eval()
     with _load_errors(f"{name}'s model configuration"):
         context, kv_bytes = context_length(model.config), kv_bytes_per_token(model.config, dtype)
     vision = None
@@ -234,7 +239,7 @@ def _load_vlm_folder(folder: Path, spec: ModelSpec, report: Progress):
     if not getattr(tokenizer, "chat_template", None) and getattr(processor, "chat_template", None):
         tokenizer.chat_template = processor.chat_template  # VLMs often keep the template with the processor
     report("Loading model…", None)
-    with _load_errors(f"the model in {folder}"):
+    with _load_errors(f"the model in {folder}"), weights_progress(report):
         model = AutoModelForImageTextToText.from_pretrained(
             folder, dtype=getattr(torch, spec.dtype), **NO_REMOTE, **_placement(spec.device)
         )
@@ -251,11 +256,38 @@ def _load_folder(folder: Path, spec: ModelSpec, report: Progress, hint: str = ""
     with _load_errors(f"the tokenizer in {folder}{hint}"):
         tokenizer = AutoTokenizer.from_pretrained(folder, **NO_REMOTE)
     report("Loading model…", None)
-    with _load_errors(f"the model in {folder}{hint}"):
+    with _load_errors(f"the model in {folder}{hint}"), weights_progress(report):
         model = AutoModelForCausalLM.from_pretrained(
             folder, dtype=getattr(torch, spec.dtype), **NO_REMOTE, **_placement(spec.device)
         )
     return model, tokenizer
+
+
+def _load_packed(folder: Path, spec: ModelSpec, report: Progress, hint: str):
+    """A Llama folder for the static runner: its packed weights when they are there (no
+    transformers model), else the folder through transformers, packed and written for next time."""
+    from desktop.model import fast_start
+
+    try:
+        config = read_config(folder)
+    except (OSError, ValueError):
+        config = None  # the slow path says what is wrong with it
+    weights = fast_start.read_packed(folder, config, spec.dtype, spec.device) if isinstance(config, dict) else None
+    if weights is None:
+        model, tokenizer = _load_folder(folder, spec, report, hint)
+        report("Packing the weights for a faster start…", None)
+        with _load_errors(f"the model in {folder}{hint}"):
+            packed = fast_start.write_packed(model, folder, spec.dtype, spec.device)
+        return (model if packed is None else packed), tokenizer
+    report("Loading tokenizer…", None)
+    with _load_errors(f"the tokenizer in {folder}{hint}"):
+        tokenizer = fast_start.own_tokenizer(folder)
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(folder, **NO_REMOTE)
+    report("Loading model…", None)
+    return weights, tokenizer
 
 
 def _load_gguf(path: Path, spec: ModelSpec, report: Progress):

@@ -1,5 +1,5 @@
-"""The main window's status bar: the model, the workers' states ("1 worker: idle", "loading 40%")
-and the queue length, kept as permanent fields; transient messages appear on the left."""
+"""The main window's status bar: the model, the workers' states ("1 worker: idle", "loading 40% ·
+about 12 s left") and the queue length, kept as permanent fields; transient messages appear on the left."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QStatusBar, QWidget
 
-from desktop.ui.admin.format import loading_fraction, percent
+from desktop.ui.admin.format import loading_fraction, loading_left, percent
 from desktop.gateway.monitor import Snapshot, WorkerRow
 from desktop.ui.plain import plain_tip
 
@@ -25,8 +25,9 @@ def plain_state(state: str) -> str:
 
 def worker_state_text(w: WorkerRow) -> str:
     if w.state == "loading":
-        fraction = loading_fraction(w.message)
-        return f"loading {percent(fraction)}" if fraction is not None else "loading"
+        fraction, left = loading_fraction(w.message), loading_left(w.message)
+        text = f"loading {percent(fraction)}" if fraction is not None else "loading"
+        return f"{text} · {left}" if left else text
     return plain_state(w.state)
 
 

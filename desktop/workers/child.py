@@ -54,6 +54,7 @@ def child_main(conn, worker_id: str, spec, config, env: dict[str, str], threads:
         os._exit(3)
 
     threading.Thread(target=read, name="pipe-reader", daemon=True).start()
+    status(WorkerState.LOADING, "Starting…")  # the process is up: torch is imported next (seconds)
     watch = LoadWatch(load_stuck, load_hang_s, cpu=others_cpu)  # the whole process but the watcher: it only loads
     try:
         worker = load_worker(spec, config, send, status, threads, watch)

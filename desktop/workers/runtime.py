@@ -8,7 +8,14 @@ from typing import Callable
 from desktop.protocol import Event, WorkerState
 from desktop.model.loader import ModelSpec, load_model
 from desktop.workers.config import WorkerConfig
+from desktop.workers.load_time_left import TimeLeft, left_text
 from desktop.workers.load_watch import LoadWatch
+
+
+def static_only(config: WorkerConfig) -> bool:
+    """Whether the worker runs its model with the static runner only (runner "auto" or "static…"):
+    a Llama model then loads as its packed weights, without the transformers model (model/fast_start.py)."""
+    return config.runner == "auto" or config.runner.startswith("static")
 
 
 def load_worker(
@@ -32,12 +39,16 @@ def load_worker(
             torch.set_num_threads(threads)
         status(WorkerState.LOADING, "Starting…")
 
+        time_left = TimeLeft()
+
         def progress(stage: str, fraction: float | None) -> None:
             if watch is not None:
                 watch.progress()
-            status(WorkerState.LOADING, stage if fraction is None else f"{stage} {fraction:.0%}")
+            left = time_left(stage, fraction)
+            text = stage if fraction is None else f"{stage} {fraction:.0%}"
+            status(WorkerState.LOADING, text if left is None else f"{text} · {left_text(left)}")
 
-        loaded = load_model(spec, progress=progress)
+        loaded = load_model(spec, progress=progress, static=static_only(config))
         return Worker(loaded, config, emit=emit)
     finally:
         if watch is not None:

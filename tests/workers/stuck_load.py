@@ -10,5 +10,5 @@ def stuck_child_main(*args, **kw) -> None:
     from desktop.workers import runtime
     from desktop.workers.child import child_main
 
-    runtime.load_model = lambda spec, progress=None: threading.Event().wait()
+    runtime.load_model = lambda spec, progress=None, **kw: threading.Event().wait()
     child_main(*args, **kw)

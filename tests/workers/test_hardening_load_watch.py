@@ -75,7 +75,7 @@ def test_thread_cpu_moves_for_a_busy_thread_and_stands_for_a_blocked_one():
 def test_a_load_that_hangs_is_reported_like_a_hung_worker_and_queued_chats_fail(monkeypatch):
     release = threading.Event()
 
-    def hung_load(spec, progress=None):  # a model on a network folder that stopped answering
+    def hung_load(spec, progress=None, **kw):  # a model on a network folder that stopped answering
         release.wait()
         raise ModelLoadError("released by the test")
 

@@ -85,7 +85,7 @@ def test_terminal_chat_recovers_after_ctrl_c(tiny_lm, ctrl_c, monkeypatch, capsy
         return line
 
     monkeypatch.setattr(builtins, "input", fake_input)
-    monkeypatch.setattr("desktop.model.loader.load_model", lambda spec, progress=None: tiny_lm)  # the hooked model
+    monkeypatch.setattr("desktop.model.loader.load_model", lambda spec, progress=None, **kw: tiny_lm)  # the hooked model
     assert cli._chat(cli.parse_args(["chat", "--model", "tiny", "--max-tokens", "40", "--threads", "1"])) == 0
     err = capsys.readouterr().err
     assert "error" not in err.lower(), err

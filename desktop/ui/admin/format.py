@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-_PERCENT = re.compile(r"(\d{1,3})\s*%\s*$")
+_LEFT = re.compile(r"·\s*(about \d+ (?:s|min) left)\s*$")
+_PERCENT = re.compile(r"(\d{1,3})\s*%\s*(?:·\s*about \d+ (?:s|min) left\s*)?$")  # the time left may follow
 
 
 def ago(seconds: float | None) -> str:
@@ -46,7 +47,14 @@ def percent(fraction: float) -> str:
     return f"{fraction * 100:.0f}%"
 
 
+def loading_left(message: str) -> str:
+    """The time left in a progress message like 'Loading model… 40% · about 12 s left' ("" if none)."""
+    m = _LEFT.search(message or "")
+    return m.group(1) if m else ""
+
+
 def loading_fraction(message: str) -> float | None:
-    """The fraction in a progress message like 'Loading model… 40%' (None: no number in it)."""
+    """The fraction in a progress message like 'Loading model… 40%' or 'Loading model… 40% · about
+    12 s left' (None: no number in it)."""
     m = _PERCENT.search(message or "")
     return min(int(m.group(1)), 100) / 100 if m else None
