@@ -2,7 +2,7 @@
 
 Two conversations of about the same token count on the embedded default model: `--messages`
 one-to-three-word messages (an agent's or a call's many short turns), and the same words in a
-handful of long messages. Each is sent once to a cold worker (the cache off, the app's prefill
+handful of long messages, repeated to the same token count. Each is sent once to a cold worker (the cache off, the app's prefill
 chunk), with a one-token reply: the worker's TTFT is the prefill. Both are measured `--repeats`
 times, alternating, and the medians are compared per token. Prefill batches across message
 boundaries when `many_over_few_ms_per_token` is close to 1 (target ≤ 1.3; the issue measured
@@ -45,16 +45,21 @@ def many(n: int) -> list[Message]:
     return msgs
 
 
-def few(short: list[Message], parts: int) -> list[Message]:
-    """The same words in `parts` long user/assistant messages (ending with a user's)."""
+def few(short: list[Message], parts: int, count, tokens: int) -> list[Message]:
+    """The same words in `parts` long user/assistant messages (ending with a user's), repeated
+    until the prompt has about `tokens` tokens (`count(messages)`): the two forms are compared at
+    the same length, since attention's cost per token grows with it."""
     words = [m.content for m in short[1:]]
-    size = -(-len(words) // parts)
-    out = [short[0]]
-    for k in range(parts):
-        out.append(Message("user" if k % 2 == 0 else "assistant", " ".join(words[k * size : (k + 1) * size])))
-    if out[-1].role != "user":
-        out.append(Message("user", "ok"))
-    return out
+    while True:
+        size = -(-len(words) // parts)
+        out = [short[0]]
+        for k in range(parts):
+            out.append(Message("user" if k % 2 == 0 else "assistant", " ".join(words[k * size : (k + 1) * size])))
+        if out[-1].role != "user":
+            out.append(Message("user", "ok"))
+        if count(out) >= tokens:
+            return out
+        words += words[: max(1, len(words) * (tokens - count(out)) // max(count(out), 1))]
 
 
 def prefill(worker: ServedWorker, rid: str, msgs: list[Message]) -> dict:
@@ -76,7 +81,8 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     lm = load_model(ModelSpec(args.model, "auto"))
     short = many(args.messages)
-    long = few(short, args.parts)
+    count = lambda msgs: len(lm.template.prompt_ids(msgs))  # noqa: E731
+    long = few(short, args.parts, count, count(short))
     worker = ServedWorker(lm, WorkerConfig(cache_mode="off"), "cold")
     prefill(worker, "warm-up", [Message("user", "Say hi.")])
     rows: dict[str, list[dict]] = {"many": [], "few": []}
