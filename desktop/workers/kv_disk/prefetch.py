@@ -7,7 +7,6 @@ the memory."""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -32,17 +31,14 @@ def newest(entries: Sequence[Entry], budget_bytes: int) -> list[Path]:
 
 
 def read_ahead(paths: Sequence[Path]) -> None:
-    """Ask the OS to read `paths` into its page cache (posix_fadvise WILLNEED where there is one:
-    the kernel reads on its own; elsewhere by reading them through once). A file gone meanwhile
-    is skipped."""
-    buf = None
+    """Bring `paths` into the OS page cache by reading them through once into a small buffer (a
+    copy of about 40 ms per 180 MB). Not posix_fadvise(WILLNEED): Linux reads only the first
+    megabytes of a file for it (8 MB of a 180 MB snapshot, measured). A file gone meanwhile is
+    skipped."""
+    buf = bytearray(_CHUNK)
     for path in paths:
         try:
             with open(path, "rb", buffering=0) as f:
-                if hasattr(os, "posix_fadvise"):
-                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
-                    continue
-                buf = buf or bytearray(_CHUNK)
                 while f.readinto(buf):
                     pass
         except OSError as exc:
