@@ -13,7 +13,9 @@ from the shutdown to the file's rename (`snapshot_write_ms`). Restore: per repea
 right after a quit), answers one more question: the prefill's `kind` must be "disk". Re-prefill:
 the same request on a cold worker with the cache and the disk tier off. Each new worker first
 answers an unrelated one-line chat (first-call costs out of the way; `restart_worker_ms` is that
-start, where a restore done ahead of the request would show). TTFTs are the worker's own (submit
+start, where a restore done ahead of the request would show; a new worker reads its newest
+snapshots ahead into the page cache on a thread (kv_disk/prefetch.py), so with `drop` the
+restore reads what that read-ahead brought back meanwhile). TTFTs are the worker's own (submit
 → first token), medians over the repeats; the app's worker config otherwise.
 
 A build without the disk tier, or one that wrote no snapshot at shutdown, reports `restore`

@@ -11,7 +11,7 @@ import stat
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 
@@ -36,22 +36,27 @@ def human_size(n: int) -> str:
     return f"{n} bytes"  # not reached
 
 
-def write_atomic(path: Path | str, data: str | bytes) -> None:
+def write_atomic(path: Path | str, data: str | bytes | Callable[[str], object]) -> None:
     """Write `data` (str: as UTF-8) to `path`: readers see the old file or the new one, never half
     of one, and two writers never share a temporary file (each gets a unique name beside `path`,
-    flushed to disk before os.replace moves it in). An existing file's permissions are kept."""
+    flushed to disk before os.replace moves it in). An existing file's permissions are kept.
+    `data` may also be a function that writes the temporary file by its name (a large file
+    streamed by a library, never held in memory whole)."""
     path = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=TMP_SUFFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "r+b") as f:
             try:
                 os.fchmod(f.fileno(), stat.S_IMODE(os.stat(path).st_mode))
             except (OSError, AttributeError):  # a new file (mkstemp's 0600) or no fchmod (Windows)
                 pass
-            f.write(raw)
-            f.flush()
+            if callable(raw):
+                raw(tmp)
+            else:
+                f.write(raw)
+                f.flush()
             os.fsync(f.fileno())
         _replace(tmp, path)
     except BaseException:

@@ -128,3 +128,32 @@ def test_leftover_temporary_files_are_cleaned_at_start(tmp_path):
     load_settings(config / "settings.json")
     assert [p.name for p in gone if p.exists()] == []
     assert [p.name for p in kept if not p.exists()] == []
+
+
+def test_a_file_streamed_by_a_writer_function_is_atomic_too(tmp_path):
+    """write_atomic(path, fill): `fill` writes the temporary file by name (a library that streams a
+    large file); the old file stays whole until the rename, and a fill that fails leaves it, and
+    no temporary file, behind."""
+    from desktop.safefile import write_atomic
+
+    target = tmp_path / "snap.bin"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o640)
+    seen = []
+
+    def fill(tmp: str) -> None:
+        seen.append(target.read_bytes())  # the old file, whole, while the new one is written
+        Path(tmp).write_bytes(b"new " * 1000)
+
+    write_atomic(target, fill)
+    assert target.read_bytes() == b"new " * 1000 and seen == [b"old"]
+    assert os.stat(target).st_mode & 0o777 == 0o640
+
+    def broken(tmp: str) -> None:
+        Path(tmp).write_bytes(b"half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(target, broken)
+    assert target.read_bytes() == b"new " * 1000
+    assert [p.name for p in tmp_path.iterdir()] == ["snap.bin"]

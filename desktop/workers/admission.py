@@ -158,9 +158,9 @@ class Admission:
         if copied:
             pass  # the branch's prefix was copied in during planning
         elif p.restore is not None:  # read back from disk into this empty slot
-            ops.append(Restore(p.restore, i))
+            ops.append(Restore(p.restore, i, room=len(p.prompt)))
         elif p.spc_ids and self.spc.has(p.spc_ids):
-            ops.append(Restore(self.spc.get(p.spc_ids), i))
+            ops.append(Restore(self.spc.get(p.spc_ids), i, room=len(p.prompt)))
         elif p.spc_ids and len(p.spc_ids) <= self.cfg.prefill_chunk:  # a build is one forward at most
             ops.extend([Clear(i), Fill(i, tuple(p.spc_ids), self.cfg.prefill_chunk), Save(i, tuple(p.spc_ids))])
         elif p.spc_ids:  # building it here would stall every running reply: prefill it in chunks

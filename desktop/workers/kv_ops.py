@@ -37,10 +37,13 @@ class Clear:
 
 @dataclass(frozen=True, slots=True)
 class Restore:
-    """slot's KV := a copy of a saved system prompt (an export kept by the SPC)."""
+    """slot's KV := a copy of a saved prefix (an export kept by the SPC, or read from disk);
+    `room`: the positions the slot will hold once its prompt is in (0: just the saved ones), so
+    that the runner sizes its memory once, not again at the prefill right after."""
 
     saved: Any
     slot: int
+    room: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ def apply(op: KvOp, runner: Any, save: Callable[[tuple[int, ...], Any, int], Non
     elif isinstance(op, Clear):
         runner.clear(op.slot)
     elif isinstance(op, Restore):
-        runner.import_prefix(op.saved, op.slot)
+        runner.import_prefix(op.saved, op.slot, op.room)
     elif isinstance(op, Fill):
         for i in range(0, len(op.ids), op.chunk):
             runner.prefill(op.slot, op.ids[i : i + op.chunk])

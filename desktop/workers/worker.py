@@ -235,6 +235,7 @@ def _disk_tier(loaded: LoadedModel, config: WorkerConfig, runner: Runner) -> tup
     none: no folder configured, no message cache, or a runner that cannot pack its KV."""
     if not config.kv_dir or not config.cache_mode.imc or not getattr(runner, "kv_layout", ""):
         return None, None
+    from desktop.workers.kv_disk import prefetch
     from desktop.workers.kv_disk.files import SnapshotDir
     from desktop.workers.kv_disk.fingerprint import fingerprint
     from desktop.workers.kv_disk.store import DiskStore
@@ -244,6 +245,7 @@ def _disk_tier(loaded: LoadedModel, config: WorkerConfig, runner: Runner) -> tup
                       config.kv_disk_budget_bytes, runner.pack, runner.unpack)
     found = store.scan()
     log.info("KV snapshots on disk: %d in %s", found, config.kv_dir)
+    prefetch.start(store.recent(prefetch.PREFETCH_BYTES))  # the next restore reads memory, not the disk
     return store, SpillWriter(store.write, min(config.kv_disk_budget_bytes, 1 << 30))
 
 

@@ -81,7 +81,7 @@ class FakeRunner:
     def export_prefix(self, slot: int, n: int):
         return tuple(self.kv[slot][:n])
 
-    def import_prefix(self, saved, slot: int) -> None:
+    def import_prefix(self, saved, slot: int, room: int = 0) -> None:
         self.kv[slot] = list(saved)
 
     def saved_nbytes(self, saved) -> int:

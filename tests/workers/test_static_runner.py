@@ -200,3 +200,23 @@ def test_cuda_graph_steps_equal_eager(tiny_lm):  # pragma: no cover - runs on a 
         assert out[0] == out[1]
     finally:
         tiny_lm.model.to("cpu")
+
+
+@pytest.mark.parametrize("room", [0, 300])
+def test_import_with_room_sizes_the_row_once(tiny_lm, room):
+    """A restore of 250 positions whose prompt is 300 long: with `room` the row is shaped once
+    at the import, and the prefill after it runs in that row (no second reshape copying the
+    restored KV again); the logits are those of a prefill from nothing either way."""
+    runner = StaticRunner(tiny_lm.model, 2, tiny_lm.kv_bytes_per_token)
+    ids = torch.randint(0, runner.net.vocab, (300,), generator=torch.Generator().manual_seed(3)).tolist()
+    sampler = runner.sampler(SamplingParams(max_tokens=1, temperature=0.0))
+    runner.prefill(0, ids[:250])
+    saved = runner.export_prefix(0, 250)
+    runner.clear(0)
+    runner.import_prefix(saved, 1, room)
+    shaped = runner.pool.generation
+    got = runner.prefill(1, ids[250:], (sampler, ids))
+    assert (runner.pool.generation == shaped) == (room >= 300)
+    fresh = StaticRunner(tiny_lm.model, 1, tiny_lm.kv_bytes_per_token)
+    assert got == fresh.prefill(0, ids, (fresh.sampler(SamplingParams(max_tokens=1, temperature=0.0)), ids))
+    assert runner.kv_len(1) == 300

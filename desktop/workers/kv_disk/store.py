@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from desktop.workers.kv_disk import format as fmt
 from desktop.workers.kv_disk.files import SnapshotDir
+from desktop.workers.kv_disk.prefetch import newest
 from desktop.workers.kv_disk.state import SnapState
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,13 @@ class DiskStore:
                 continue
             self._add(Snap(entry.path, header.state))
         return len(self._snaps)
+
+    def recent(self, budget_bytes: int) -> list[Path]:
+        """The most recently used indexed snapshots that fit `budget_bytes` together, newest
+        first (what prefetch.py reads ahead at start)."""
+        with self._lock:
+            held = set(self._snaps)
+        return newest([e for e in self.folder.entries() if e.path in held], budget_bytes)
 
     def find(self, hashes: Sequence[bytes]) -> tuple[Snap, int] | None:
         """The snapshot holding the longest message prefix of a request (k ≥ 1 messages), the

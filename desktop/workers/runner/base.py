@@ -92,8 +92,9 @@ class Runner(ABC):
         (the system prompt cache keeps these)."""
 
     @abstractmethod
-    def import_prefix(self, saved: Any, slot: int) -> None:
-        """slot's KV := a copy of `saved` (from export_prefix)."""
+    def import_prefix(self, saved: Any, slot: int, room: int = 0) -> None:
+        """slot's KV := a copy of `saved` (from export_prefix); `room`: the positions the slot
+        will hold soon after (its prompt), a hint for a runner that sizes its memory ahead."""
 
     @abstractmethod
     def saved_nbytes(self, saved: Any) -> int:

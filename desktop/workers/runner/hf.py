@@ -152,7 +152,7 @@ class HFRunner(Runner):
         saved = kv.to_device(kv.clone_prefix(self._own(slot), n), "cpu")
         return (saved, self.tracks[slot].prefix(n)) if self.mrope else saved
 
-    def import_prefix(self, saved: Any, slot: int) -> None:
+    def import_prefix(self, saved: Any, slot: int, room: int = 0) -> None:
         self._own(slot)
         cache, track = saved if self.mrope else (saved, RopeTrack())
         self.caches[slot] = kv.to_device(cache, self.device, copy=True)

@@ -169,10 +169,10 @@ class StaticRunner(Runner):
     def export_prefix(self, slot: int, n: int) -> SavedKV:
         return self.pool.export(self.row_of[slot], min(n, self.lens[slot]))
 
-    def import_prefix(self, saved: SavedKV, slot: int) -> None:
+    def import_prefix(self, saved: SavedKV, slot: int, room: int = 0) -> None:
         self.clear(slot)
-        if saved.n:
-            self._room(slot, saved.n)
+        if saved.n:  # the row is sized for the prompt at once: a restore near a power of two is
+            self._room(slot, min(max(saved.n, room), self.pool.max_len))  # not copied again by the prefill
             self.lens[slot] = self.pool.load(saved, self.row_of[slot])
 
     def saved_nbytes(self, saved: SavedKV) -> int:
