@@ -4,6 +4,7 @@ and ready_s_default are to come.
 
     python -m bench.models            # a table of the choices, then the JSON line
     python -m bench.models --no-gpu   # without the GPU child (facts from /proc only)
+    python -m bench.models --gguf     # and GGUF files at llama.cpp's memory and speed (bench/gguf_figures.py; minutes)
 
 Last line: JSON {"machine": {...}, "facts": {...}, "readiness": {choice: {"value", "reason"}}}."""
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from bench.gguf_figures import gguf_figures
 from bench.machine import machine
 from desktop.model.default_model import cache_root
 from desktop.model.hardware import probe
@@ -27,8 +29,11 @@ def readiness(gpus: bool = True) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-gpu", action="store_true", help="do not ask the GPUs (no CUDA child process)")
+    parser.add_argument("--gguf", action="store_true", help="also the GGUF figures: rss_over_file_max, decode/prefill vs llama.cpp")
     args = parser.parse_args()
     out = readiness(gpus=not args.no_gpu)
+    if args.gguf:
+        out.update(gguf_figures())
     for name, choice in out["readiness"].items():
         if isinstance(choice, dict):
             print(f"{name:>16}: {choice['value']!s:<10} {choice['reason']}")

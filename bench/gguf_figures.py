@@ -1,0 +1,218 @@
+"""GGUF files at llama.cpp's memory and speed (issue 23 §2): a random-init Llama of 1B shape written
+as Q4_0, Q4_K_M and Q8_0 (tests/support/gguf_files.py; cached between runs), plus the embedded
+model's own GGUF, each served two ways in one run:
+  - ours: the app's route (workers/factory.make_hosts → the local llama.cpp worker → the gateway),
+    timed at the gateway as a chat client sees it;
+  - llama.cpp: the same xllamacpp server with llama.cpp's own defaults (mmap, its RAM prompt
+    cache), asked over HTTP directly.
+For each: resident memory of the llama.cpp child after load and after use ÷ the file's size;
+decode tok/s at batch 1 and 4 (wall clock after the first token); prefill tok/s over a ~512-token
+prompt (prompt tokens ÷ time to first token). `--torch` adds the torch runner's resident memory
+for the Q4_0 file (dequantised: slow to load).
+
+    python -m bench.gguf_figures [--quants Q4_0,Q4_K_M,Q8_0] [--no-embedded] [--torch]
+
+Last line: JSON with rss_over_file_max, decode_vs_llamacpp_q4km, prefill_vs_llamacpp_q4km and
+the figures per file. bench/models.py prints the same keys in its own last line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from bench.machine import machine
+from desktop.model.default_model import cache_root, embedded_default_gguf
+from desktop.model.gguf_facts import read_facts
+from desktop.model.loader import ModelSpec
+from desktop.workers.config import WorkerConfig
+from desktop.workers.factory import make_hosts
+from desktop.workers.remote.llama_server import LlamaServer
+
+QUANTS = ("Q4_0", "Q4_K_M", "Q8_0")
+SLOTS, POOL = 4, 2048  # both servers: 4 slots sharing one 2,048-token KV pool
+DECODE_1, DECODE_4 = 12, 6  # tokens per reply: random 1B weights decode slowly on 2 cores
+PROMPT_WORDS = 480  # ≈ 512 tokens with the template
+
+
+def files(quants: tuple[str, ...], embedded: bool) -> dict[str, Path]:
+    """name → GGUF file; the 1B files are written once into the cache folder."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+    from gguf_files import ONE_B, embedded_vocab, write_llama
+
+    folder = cache_root() / "bench-gguf"
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    vocab = None
+    for q in quants:
+        path = folder / f"random-1b-{q}.gguf"
+        if not path.exists():
+            vocab = vocab or embedded_vocab()
+            t = time.perf_counter()
+            write_llama(path.with_suffix(".part"), q, ONE_B, vocab).rename(path)
+            print(f"wrote {path.name} ({path.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t:.0f} s", flush=True)
+        out[f"1b-{q}"] = path
+    if embedded:
+        out["embedded"] = embedded_default_gguf()
+    return out
+
+
+def prompt(tag: str, words: int = PROMPT_WORDS) -> list[dict]:
+    text = " ".join(f"{tag}{i % 97}" for i in range(words))
+    return [{"role": "user", "content": text}]
+
+
+def rss(pid: int | None) -> int:
+    return psutil.Process(pid).memory_info().rss if pid else 0
+
+
+# ---------------------------------------------------------------------------- ours (through the app)
+
+async def _ours(path: Path, threads: int) -> dict:
+    from desktop.gateway.gateway import Gateway
+    from desktop.protocol import ChunkEvent, Done, PrefillDone
+
+    budget = POOL * read_facts(path).kv_bytes_per_token()  # the KV budget that makes the same pool as the direct server's
+    (host,) = make_hosts(ModelSpec(str(path), "auto", "cpu"), WorkerConfig(num_slots=SLOTS, kv_budget_bytes=budget),
+                         cores=threads)
+    gw = Gateway([host])
+    t0 = time.perf_counter()
+    await gw.start()
+    try:
+        if not await gw.wait_ready(600):
+            raise RuntimeError(f"the llama.cpp worker did not load {path.name}")
+        out = {"load_s": round(time.perf_counter() - t0, 1), "rss_loaded": rss(host.pid)}
+
+        async def one(messages: list[dict], tokens: int) -> tuple[float, float, float, int, int]:
+            start, first, n, prompt_n = time.perf_counter(), 0.0, 0, 0
+            async for e in gw.chat(messages, {"max_tokens": tokens, "ignore_eos": True, "temperature": 0.0}):
+                if isinstance(e, PrefillDone):
+                    prompt_n = e.input_tokens
+                if isinstance(e, ChunkEvent) and not first:
+                    first = time.perf_counter()
+                if isinstance(e, Done):
+                    n = e.stats.generated_tokens
+                elif not isinstance(e, (ChunkEvent, PrefillDone)) and type(e).__name__ == "ErrorEvent":
+                    raise RuntimeError(e.message)  # type: ignore[attr-defined]
+            return start, first or time.perf_counter(), time.perf_counter(), n, prompt_n
+
+        start, first, _end, _n, prompt_n = await one(prompt("p"), 1)
+        out["prefill_tok_s"] = round(prompt_n / (first - start), 2)
+        single = [await one(prompt("a", 8), DECODE_1)]
+        batch = await asyncio.gather(*(one(prompt(f"b{i}", 8), DECODE_4) for i in range(4)))
+        out.update(_rates(single, list(batch)))
+        out["rss_used"] = rss(host.pid)
+        return out
+    finally:
+        await gw.close()
+
+
+def _rates(single: list[tuple], batch: list[tuple]) -> dict:
+    """decode tok/s from (start, first token, end, tokens, prompt) records: tokens after the first ÷
+    the time after the first (the batch: from the earliest first token to the last end)."""
+    (_, f1, e1, n1, _), = single
+    first, end = min(r[1] for r in batch), max(r[2] for r in batch)
+    return {"decode_b1_tok_s": round((n1 - 1) / (e1 - f1), 2),
+            "decode_b4_tok_s": round(sum(r[3] - 1 for r in batch) / (end - first), 2)}
+
+
+# ---------------------------------------------------------------------------- llama.cpp directly
+
+async def _direct(path: Path, threads: int) -> dict:
+    server = LlamaServer(str(path), slots=SLOTS, threads=threads, pool=POOL)
+    t0 = time.perf_counter()
+    url = await asyncio.to_thread(server.start, 600.0)
+    try:
+        out = {"load_s": round(time.perf_counter() - t0, 1), "rss_loaded": rss(server.pid)}
+        async with httpx.AsyncClient(timeout=None) as client:
+            async def one(messages: list[dict], tokens: int, slot: int) -> tuple[float, float, float, int, int]:
+                body = {"messages": messages, "max_tokens": tokens, "ignore_eos": True, "temperature": 0.0,
+                        "stream": True, "stream_options": {"include_usage": True}, "id_slot": slot, "cache_prompt": True}
+                start, first, n, prompt_n = time.perf_counter(), 0.0, 0, 0
+                async with client.stream("POST", url + "/v1/chat/completions", json=body) as resp:
+                    async for line in resp.aiter_lines():
+                        if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                            continue
+                        obj = json.loads(line[5:])
+                        if obj.get("choices") and obj["choices"][0].get("delta", {}).get("content") and not first:
+                            first = time.perf_counter()
+                        if obj.get("usage"):
+                            n, prompt_n = obj["usage"]["completion_tokens"], obj["usage"]["prompt_tokens"]
+                return start, first or time.perf_counter(), time.perf_counter(), n, prompt_n
+
+            start, first, _e, _n, prompt_n = await one(prompt("p"), 1, 0)
+            out["prefill_tok_s"] = round(prompt_n / (first - start), 2)
+            single = [await one(prompt("a", 8), DECODE_1, 1)]
+            batch = await asyncio.gather(*(one(prompt(f"b{i}", 8), DECODE_4, i) for i in range(4)))
+            out.update(_rates(single, list(batch)))
+        out["rss_used"] = rss(server.pid)
+        return out
+    finally:
+        server.kill()
+
+
+# ---------------------------------------------------------------------------- the torch runner
+
+def torch_rss(path: Path) -> dict:
+    """The torch runner's resident memory for `path` (loaded in a child: dequantised)."""
+    code = ("import json, os, sys, time, psutil; t = time.perf_counter();"
+            "from desktop.model.loader import load_model, ModelSpec; m = load_model(ModelSpec(sys.argv[1], 'auto', 'cpu'));"
+            "print(json.dumps({'load_s': round(time.perf_counter() - t, 1), 'rss': psutil.Process().memory_info().rss}))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, cwd=Path(__file__).resolve().parents[1])
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1][:300] if done.stderr.strip() else f"exit {done.returncode}"}
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"load_s": got["load_s"], "rss_over_file": round(got["rss"] / path.stat().st_size, 3)}
+
+
+# ---------------------------------------------------------------------------- together
+
+def gguf_figures(quants: tuple[str, ...] = QUANTS, embedded: bool = True, torch: bool = False,
+                 threads: int | None = None) -> dict:
+    """Every figure, and the target keys; prints a line per file as it goes."""
+    threads = threads or machine()["cores"]
+    per: dict[str, dict] = {}
+    for name, path in files(quants, embedded).items():
+        size = path.stat().st_size
+        ours = asyncio.run(_ours(path, threads))
+        direct = asyncio.run(_direct(path, threads))
+        for d in (ours, direct):
+            d["rss_over_file"] = round(max(d.pop("rss_loaded"), d.pop("rss_used")) / size, 3)
+        per[name] = {"file_mb": round(size / 1e6, 1), "ours": ours, "llamacpp": direct}
+        print(f"{name:>12} {size / 1e6:7.0f} MB  rss/file ours {ours['rss_over_file']:.2f} llama.cpp defaults "
+              f"{direct['rss_over_file']:.2f} | decode b1 {ours['decode_b1_tok_s']} vs {direct['decode_b1_tok_s']}, "
+              f"b4 {ours['decode_b4_tok_s']} vs {direct['decode_b4_tok_s']} | prefill {ours['prefill_tok_s']} vs "
+              f"{direct['prefill_tok_s']} tok/s", flush=True)
+    if torch and "1b-Q4_0" in per:
+        per["1b-Q4_0"]["torch"] = torch_rss(files(("Q4_0",), False)["1b-Q4_0"])
+    out: dict = {"gguf": per, "gguf_pool_tokens": POOL, "gguf_slots": SLOTS, "gguf_threads": threads,
+                 "rss_over_file_max": max(f["ours"]["rss_over_file"] for f in per.values())}
+    k = per.get("1b-Q4_K_M")
+    if k:
+        out["decode_vs_llamacpp_q4km"] = round(k["ours"]["decode_b1_tok_s"] / k["llamacpp"]["decode_b1_tok_s"], 3)
+        out["decode_b4_vs_llamacpp_q4km"] = round(k["ours"]["decode_b4_tok_s"] / k["llamacpp"]["decode_b4_tok_s"], 3)
+        out["prefill_vs_llamacpp_q4km"] = round(k["ours"]["prefill_tok_s"] / k["llamacpp"]["prefill_tok_s"], 3)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quants", default=",".join(QUANTS))
+    ap.add_argument("--no-embedded", action="store_true")
+    ap.add_argument("--torch", action="store_true", help="also the torch runner's memory for Q4_0 (slow)")
+    a = ap.parse_args()
+    out = gguf_figures(tuple(q for q in a.quants.split(",") if q), not a.no_embedded, a.torch)
+    print(json.dumps({"machine": machine(), **out}))
+
+
+if __name__ == "__main__":
+    main()
