@@ -218,3 +218,22 @@ def _png() -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (8, 8), "red").save(out, "PNG")
     return out.getvalue()
+
+
+def test_a_chat_past_the_kv_pool_is_refused_with_what_to_do(tiny_gguf):
+    """No slide on llama.cpp: a conversation longer than its KV pool ends with a sentence saying so."""
+    host = LlamaCppHost("llama0", str(tiny_gguf), ServerPlan(slots=1, kv_budget_bytes=1, threads=1), **FAST)  # MIN_POOL
+
+    async def main() -> None:
+        gw = Gateway([host])
+        await gw.start()
+        try:
+            assert await gw.wait_ready(60)
+            long = " ".join(f"word{i}" for i in range(600))
+            err = [e async for e in gw.chat([{"role": "user", "content": long}], {"max_tokens": 2})][-1]
+            assert isinstance(err, ErrorEvent) and err.code == "context_length_exceeded", err
+            assert "do not slide" in err.message and "127.0.0.1" not in err.message, err.message
+        finally:
+            await gw.close()
+
+    asyncio.run(asyncio.wait_for(main(), 120))

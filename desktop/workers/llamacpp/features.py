@@ -10,6 +10,8 @@ TORCH = "choose the torch runner for GGUF files in Settings → Model"
 IMAGES = f"This GGUF model runs on llama.cpp, which reads text only here: to send images, {TORCH}."
 GRAMMAR = (f"Constrained output (a tool call the model must make, or response_format) is not available on "
            f"llama.cpp here: {TORCH}.")
+NO_SLIDE = ("On llama.cpp the oldest messages do not slide out of view: start a new chat, raise the cache "
+            f"memory budget (Settings → Cache), or {TORCH}.")
 RAW = f"Raw prompts (/v1/completions) are not available for a GGUF model on llama.cpp: use chat completions, or {TORCH}."
 
 

@@ -23,7 +23,7 @@ from typing import Callable
 from desktop.errors import REMOTE_UNREACHABLE
 from desktop.model.gguf_facts import GgufFacts, read_facts
 from desktop.protocol import Command, ErrorEvent, Reset, EventSink, WorkerHost, WorkerState, WorkerStatus
-from desktop.workers.llamacpp.features import refusal
+from desktop.workers.llamacpp.features import NO_SLIDE, refusal
 from desktop.workers.llamacpp.plan import ServerPlan
 from desktop.workers.remote.host import RemoteHost
 from desktop.workers.remote.llama_server import LlamaServer
@@ -128,6 +128,8 @@ class LlamaCppHost(WorkerHost):
         try:
             url = server.start(timeout=60.0 + facts.size / 50e6)  # ~50 MB/s from a slow disk
         except Exception as exc:
+            if self._closing:  # closed while it loaded: nothing to report
+                return False
             reason = self._last_log_line() or str(exc)
             self._status(WorkerState.ERROR, f"llama.cpp could not load {facts.path.name}: {reason}", code="model_load")
             return False
@@ -196,7 +198,10 @@ class LlamaCppHost(WorkerHost):
                                    "restarted. Try again in a moment.", retryable=True)
             else:
                 text = event.message.replace(f"remote worker at {url}", "llama.cpp worker")
-                event = dataclasses.replace(event, message=text.replace(f"server at {url}", "llama.cpp worker"))
+                text = text.replace(f"server at {url}", "llama.cpp worker")
+                if event.code == "context_length_exceeded":
+                    text = f"{text.rstrip('.')}. {NO_SLIDE}"
+                event = dataclasses.replace(event, message=text)
         self._emit(event)
 
     def _kill_hung(self) -> None:
