@@ -229,8 +229,9 @@ def test_a_chat_past_the_kv_pool_is_refused_with_what_to_do(tiny_gguf):
         await gw.start()
         try:
             assert await gw.wait_ready(60)
-            long = " ".join(f"word{i}" for i in range(600))
-            err = [e async for e in gw.chat([{"role": "user", "content": long}], {"max_tokens": 2})][-1]
+            text = " ".join(f"word{i}" for i in range(150))  # each message within the gateway's limit
+            conv = [{"role": ("user", "assistant")[i % 2], "content": text} for i in range(7)]
+            err = [e async for e in gw.chat(conv, {"max_tokens": 2})][-1]
             assert isinstance(err, ErrorEvent) and err.code == "context_length_exceeded", err
             assert "do not slide" in err.message and "127.0.0.1" not in err.message, err.message
         finally:
