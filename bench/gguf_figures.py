@@ -4,7 +4,9 @@ model's own GGUF, each served two ways in one run:
   - ours: the app's route (workers/factory.make_hosts → the local llama.cpp worker → the gateway),
     timed at the gateway as a chat client sees it;
   - llama.cpp: the same xllamacpp server with llama.cpp's own defaults (mmap, its RAM prompt
-    cache), asked over HTTP directly.
+    cache), asked over HTTP directly;
+  - ours_child_direct: our worker's own llama.cpp child asked over HTTP directly (what the host
+    and gateway cost, apart from the server's settings).
 For each: resident memory of the llama.cpp child after load and after use ÷ the file's size;
 decode tok/s at batch 1 and 4 (wall clock after the first token); prefill tok/s over a ~512-token
 prompt (prompt tokens ÷ time to first token). `--torch` adds the torch runner's resident memory
@@ -40,7 +42,7 @@ from desktop.workers.remote.llama_server import LlamaServer
 QUANTS = ("Q4_0", "Q4_K_M", "Q8_0")
 SLOTS, POOL = 4, 2048  # both servers: 4 slots sharing one 2,048-token KV pool
 DECODE_1, DECODE_4 = 12, 6  # tokens per reply: random 1B weights decode slowly on 2 cores
-PROMPT_WORDS = 480  # ≈ 512 tokens with the template
+PROMPT_WORDS = 500  # ≈ 512 tokens with the tag and the template
 
 
 def files(quants: tuple[str, ...], embedded: bool) -> dict[str, Path]:
@@ -65,9 +67,12 @@ def files(quants: tuple[str, ...], embedded: bool) -> dict[str, Path]:
     return out
 
 
+WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "we", "saw", "it", "from", "our", "house", "by", "sea")
+
+
 def prompt(tag: str, words: int = PROMPT_WORDS) -> list[dict]:
-    text = " ".join(f"{tag}{i % 97}" for i in range(words))
-    return [{"role": "user", "content": text}]
+    """A user message of `words` common words (one token each) after a tag that keeps it apart."""
+    return [{"role": "user", "content": tag + ": " + " ".join(WORDS[i % len(WORDS)] for i in range(words))}]
 
 
 def rss(pid: int | None) -> int:
@@ -121,17 +126,22 @@ class Ours:
 class Direct:
     """llama.cpp with its own defaults (mmap, its RAM prompt cache), asked over HTTP."""
 
-    def __init__(self, path: Path, threads: int) -> None:
-        self.server = LlamaServer(str(path), slots=SLOTS, threads=threads, pool=POOL)
+    def __init__(self, path: Path, threads: int, serving: Ours | None = None) -> None:
+        """`serving`: ask that worker's own llama.cpp child instead (the host's cost alone)."""
+        self.server = None if serving else LlamaServer(str(path), slots=SLOTS, threads=threads, pool=POOL)
+        self.serving = serving
         self.client = httpx.AsyncClient(timeout=None)
         self.url = ""
 
     async def start(self) -> None:
-        self.url = await asyncio.to_thread(self.server.start, 900.0)
+        if self.server is None:
+            self.url = self.serving.host.url  # type: ignore[union-attr]
+        else:
+            self.url = await asyncio.to_thread(self.server.start, 900.0)
 
     @property
     def pid(self) -> int | None:
-        return self.server.pid
+        return self.server.pid if self.server is not None else self.serving.pid  # type: ignore[union-attr]
 
     async def one(self, messages: list[dict], tokens: int, slot: int) -> Record:
         body = {"messages": messages, "max_tokens": tokens, "ignore_eos": True, "temperature": 0.0, "stream": True,
@@ -150,7 +160,8 @@ class Direct:
 
     async def close(self) -> None:
         await self.client.aclose()
-        self.server.kill()
+        if self.server is not None:
+            self.server.kill()
 
 
 async def prefill(side, tag: str) -> float:
@@ -168,7 +179,8 @@ async def decode(side, tag: str, batch: int, tokens: int) -> float:
 async def compare(path: Path, threads: int, rounds: int) -> dict[str, dict]:
     """Both sides loaded at once, measured in turns (ours, then llama.cpp, for each figure), so a
     load that comes and goes on a shared machine falls on both; the best of `rounds` is kept."""
-    sides = {"ours": Ours(path, threads), "llamacpp": Direct(path, threads)}
+    ours = Ours(path, threads)
+    sides = {"ours": ours, "llamacpp": Direct(path, threads), "ours_child_direct": Direct(path, threads, ours)}
     out: dict[str, dict] = {}
     try:
         for name, side in sides.items():  # one at a time: loading is measured alone
@@ -176,11 +188,11 @@ async def compare(path: Path, threads: int, rounds: int) -> dict[str, dict]:
             await side.start()
             out[name] = {"load_s": round(time.perf_counter() - t, 1), "rss": rss(side.pid)}
         for r in range(rounds):
-            for figure, run in (("prefill_tok_s", lambda s: prefill(s, f"p{r}")),
-                                ("decode_b1_tok_s", lambda s: decode(s, f"a{r}", 1, DECODE_1)),
-                                ("decode_b4_tok_s", lambda s: decode(s, f"b{r}", 4, DECODE_4))):
-                for name, side in sides.items():
-                    value = await run(side)
+            for figure, run in (("prefill_tok_s", lambda s, t: prefill(s, f"{t}p{r}")),
+                                ("decode_b1_tok_s", lambda s, t: decode(s, f"{t}a{r}", 1, DECODE_1)),
+                                ("decode_b4_tok_s", lambda s, t: decode(s, f"{t}b{r}", 4, DECODE_4))):
+                for name, side in sides.items():  # each side its own prompts: no side reads another's cache
+                    value = await run(side, name[0] + name[-1])
                     out[name][figure] = round(max(value, out[name].get(figure, 0.0)), 2)
         for name, side in sides.items():
             out[name]["rss"] = max(out[name]["rss"], rss(side.pid))
@@ -217,12 +229,14 @@ def gguf_figures(quants: tuple[str, ...] = QUANTS, embedded: bool = True, torch:
         size = path.stat().st_size
         got = asyncio.run(compare(path, threads, rounds))
         ours, direct = got["ours"], got["llamacpp"]
+        got["ours_child_direct"].pop("rss")  # the same process as ours
         kv = min(POOL, read_facts(path).context_length or POOL) * read_facts(path).kv_bytes_per_token()
         for d in (ours, direct):
             d["rss_without_kv_over_file"] = round((d["rss"] - kv) / size, 3)  # the KV pool is the user's budget
             d["rss_over_file"] = round(d.pop("rss") / size, 3)
         kv_mb = kv / 1e6
-        per[name] = {"file_mb": round(size / 1e6, 1), "kv_pool_mb": round(kv_mb, 1), "ours": ours, "llamacpp": direct}
+        per[name] = {"file_mb": round(size / 1e6, 1), "kv_pool_mb": round(kv_mb, 1), "ours": ours, "llamacpp": direct,
+                     "ours_child_direct": got["ours_child_direct"]}
         print(f"{name:>12} {size / 1e6:6.0f} MB (+{kv_mb:.0f} MB KV) rss/file ours {ours['rss_over_file']:.2f}, "
               f"llama.cpp defaults {direct['rss_over_file']:.2f} | decode b1 {ours['decode_b1_tok_s']} vs "
               f"{direct['decode_b1_tok_s']}, b4 {ours['decode_b4_tok_s']} vs {direct['decode_b4_tok_s']} | prefill "

@@ -58,6 +58,12 @@ class LlamaCppHost(WorkerHost):
         """The llama.cpp child's process id (None before it runs)."""
         return self._server.pid if self._server is not None else None
 
+    @property
+    def url(self) -> str:
+        """Where the child serves on 127.0.0.1 ("" before it is up): for diagnostics and benchmarks."""
+        remote = self._remote
+        return remote.spec.url if remote is not None else ""
+
     # ------------------------------------------------------------------ WorkerHost
 
     def start(self, sink: EventSink) -> None:
