@@ -6,7 +6,9 @@ never blocking its caller."""
 
 from __future__ import annotations
 
+import atexit
 import pathlib
+import shutil
 import sys
 import tempfile
 import threading
@@ -93,7 +95,9 @@ def make(kind: str) -> WorkerHost:
     if kind == "llamacpp":
         from gguf_files import write_llama
 
-        path = write_llama(pathlib.Path(tempfile.mkdtemp(prefix="omnidesk-gguf-")) / "tiny-Q8_0.gguf", "Q8_0", std=0.3)
+        folder = tempfile.mkdtemp(prefix="omnidesk-gguf-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = write_llama(pathlib.Path(folder) / "tiny-Q8_0.gguf", "Q8_0", std=0.3)
         return LlamaCppHost("llamacpp", str(path), ServerPlan(slots=2, threads=1))
     if kind == "fake":
         return FakeHost("fake", capacity=2, num_slots=2, auto=0.5, context_length=2048)
