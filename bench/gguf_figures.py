@@ -81,7 +81,10 @@ def rss(pid: int | None) -> int:
 
 # ---------------------------------------------------------------------------- the two sides
 
-Record = tuple[float, float, float, int, int]  # (start, first token, end, tokens generated, prompt tokens)
+# (start, first token, end, tokens generated, prompt tokens). "First token": when the server says
+# the first token is sampled, whether or not it is text (random weights make many tokens that are
+# not whole characters, so "first text" would shift the decode window).
+Record = tuple[float, float, float, int, int]
 
 
 class Ours:
@@ -109,10 +112,10 @@ class Ours:
 
         start, first, n, prompt_n = time.perf_counter(), 0.0, 0, 0
         async for e in self.gw.chat(messages, {"max_tokens": tokens, "ignore_eos": True, "temperature": 0.0}):
+            if isinstance(e, (PrefillDone, ChunkEvent)) and not first:  # the first token was sampled
+                first = time.perf_counter()
             if isinstance(e, PrefillDone):
                 prompt_n = e.input_tokens
-            elif isinstance(e, ChunkEvent) and not first:
-                first = time.perf_counter()
             elif isinstance(e, Done):
                 n = e.stats.generated_tokens
             elif isinstance(e, ErrorEvent):
@@ -152,7 +155,7 @@ class Direct:
                 if not line.startswith("data:") or line.strip() == "data: [DONE]":
                     continue
                 obj = json.loads(line[5:])
-                if obj.get("choices") and obj["choices"][0].get("delta", {}).get("content") and not first:
+                if not first:  # the first line comes with the first token sampled (text or not)
                     first = time.perf_counter()
                 if obj.get("usage"):
                     n, prompt_n = obj["usage"]["completion_tokens"], obj["usage"]["prompt_tokens"]
