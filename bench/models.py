@@ -6,6 +6,7 @@ are to come.
     python -m bench.models --no-gpu   # without the GPU child (facts from /proc only)
     python -m bench.models --ready 5  # five later starts of the embedded model (default 3; 0: none; bench/ready_figures.py)
     python -m bench.models --first    # also a first start, in an empty cache (converts the GGUF; a minute)
+    python -m bench.models --gguf     # and GGUF files at llama.cpp's memory and speed (bench/gguf_figures.py; minutes)
 
 Last line: JSON {"machine": {...}, "facts": {...}, "readiness": {choice: {"value", "reason"}}}."""
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from bench.gguf_figures import gguf_figures
 from bench.machine import machine
 from bench.ready_figures import ready_figures
 from desktop.model.default_model import cache_root
@@ -32,6 +34,7 @@ def main() -> None:
     parser.add_argument("--no-gpu", action="store_true", help="do not ask the GPUs (no CUDA child process)")
     parser.add_argument("--ready", type=int, default=3, metavar="N", help="later starts of the embedded model (0: none)")
     parser.add_argument("--first", action="store_true", help="also a first start in an empty cache (a minute, 1 GB)")
+    parser.add_argument("--gguf", action="store_true", help="also the GGUF figures: rss_over_file_max, decode/prefill vs llama.cpp")
     args = parser.parse_args()
     out = readiness(gpus=not args.no_gpu)
     out.update(ready_figures(args.ready, args.first))
@@ -40,6 +43,8 @@ def main() -> None:
               f"ready {out['ready_s_to_idle']} s, first reply's TTFT {out['ttft_s_first_reply']} s)")
     if args.first:
         print(f"  first start: {out['ready_s_first_start']} s to the first token (then {out['ready_s_after_first']} s)")
+    if args.gguf:
+        out.update(gguf_figures())
     for name, choice in out["readiness"].items():
         if isinstance(choice, dict):
             print(f"{name:>16}: {choice['value']!s:<10} {choice['reason']}")

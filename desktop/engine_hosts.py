@@ -48,7 +48,7 @@ def engine_hosts(settings: Settings, ready: Choices | None = None) -> list[Worke
     gpus = int(choices.workers.value) if choices is not None and settings.device == "auto" and where == "cuda" else None
     config = settings.worker_config(None if choices is None else int(choices.kv_budget_mb.value))
     return make_hosts(spec, config, settings.workers, cores=cores, isolate=spec.source != "tiny",
-                      gpus=gpus) + remote_hosts(settings.remote_specs())
+                      gpus=gpus, gguf_runner=settings.gguf_runner) + remote_hosts(settings.remote_specs())
 
 
 def worker_cores() -> int:

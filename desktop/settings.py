@@ -70,6 +70,9 @@ class Settings(BaseModel):
     # model and workers
     model_source: str = "default"  # "default", a local Hugging Face folder or a .gguf file
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"  # auto: bf16 on a GPU or a CPU with native bf16
+    # a .gguf model file runs on llama.cpp (a local llama.cpp worker: its memory and speed) or is
+    # dequantised into the torch runner (images, KV on disk, constrained output); the embedded default: torch
+    gguf_runner: Literal["llamacpp", "torch"] = "llamacpp"
     device: str = "auto"  # auto (the readiness check's choice: every GPU, else the CPU) | cpu | cuda | cuda:N
     workers: int = Field(1, ge=1, le=16)  # CPU workers (GPUs: one per device)
     slots_per_worker: int = Field(0, ge=0, le=256)  # conversations kept in memory; 0: as many as the KV budget holds
@@ -245,7 +248,7 @@ class Settings(BaseModel):
     def needs_reload(self, other: Settings) -> bool:
         """Whether going from self to other needs the model/workers rebuilt (with progress). Remote
         workers do not: they join and leave the running pool (Composition.apply_settings)."""
-        keys = ("model_source", "dtype", "device", "workers", "slots_per_worker", "cache_mode", "cache_min_tokens",
+        keys = ("model_source", "gguf_runner", "dtype", "device", "workers", "slots_per_worker", "cache_mode", "cache_min_tokens",
                 "kv_budget_mb", "kv_disk_budget_mb")
         return any(getattr(self, k) != getattr(other, k) for k in keys)
 

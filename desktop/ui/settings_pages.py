@@ -26,6 +26,8 @@ BUILTIN_SOURCES = ("default", "tiny")  # model sources that are names, not paths
 AUTO_SLOTS = "Automatic (from the KV budget)"  # slots_per_worker 0
 AUTO_BUDGET = "Automatic (from free memory)"  # kv_budget_mb 0
 AUTO_DEVICE = "Automatic"  # device "auto": the readiness check's choice
+GGUF_RUNNERS = (("llama.cpp (least memory, fastest on the CPU)", "llamacpp"),
+                ("torch (images, conversations kept on disk)", "torch"))
 CACHE_MODES = {
     "imc+spc": ("Conversation and system prompt (imc+spc, recommended)",
                 "Each turn processes only the new messages; new chats reuse the system prompt."),
@@ -74,6 +76,14 @@ class ModelPage(Page):
         self.fields["model_source"], self.labels["model_source"] = self.path, "Model"
         for w in (self.builtin, self.path):
             self._watch(w)
+        self.gguf_runner = QComboBox()
+        for text, key in GGUF_RUNNERS:
+            self.gguf_runner.addItem(text, key)
+        self.gguf_runner.setCurrentIndex(max(0, self.gguf_runner.findData(s.gguf_runner)))
+        self.add("GGUF files &run on:", "gguf_runner", self.gguf_runner,
+                 "llama.cpp: about the file's size in memory, at llama.cpp's speed, on the CPU; text only, "
+                 "conversations not kept on disk. torch: images, conversations on disk, constrained output, "
+                 "GPUs; several times the file's size. The embedded default always uses torch.")
         self.device = QComboBox()
         self.device.setEditable(True)
         self.device.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
@@ -107,7 +117,7 @@ class ModelPage(Page):
         device = self.device.currentText().strip()
         return {"model_source": self.source(), "device": "auto" if device.lower() == AUTO_DEVICE.lower() else device,
                 "dtype": self.dtype.currentText(), "workers": self.workers.value(),
-                "slots_per_worker": self.slots.value()}
+                "slots_per_worker": self.slots.value(), "gguf_runner": self.gguf_runner.currentData()}
 
     def problem(self) -> str | None:
         """Why the chosen model path cannot be a model (checked on OK, so a working model is not

@@ -1,7 +1,8 @@
 """Which worker hosts to start for a model: one spawned subprocess per CUDA GPU (each falls back to
 the CPU if its model fails to load there: fallback_host.py); on the CPU a
 configurable number (default 1: a thread host unless isolated; more: subprocesses sharing the cores).
-Remote workers (OpenAI-compatible servers) join them as hosts of their own."""
+Remote workers (OpenAI-compatible servers) join them as hosts of their own. A .gguf file on the CPU
+runs on llama.cpp by default (llamacpp/host.py: a local llama.cpp server as the worker)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import logging
 import os
 from typing import Sequence
 
+from desktop.model.gguf_facts import is_gguf_source
 from desktop.model.loader import ModelSpec
 from desktop.workers.config import WorkerConfig
 from desktop.workers.fallback_host import CpuFallback
 from desktop.workers.heartbeat import Liveness
+from desktop.workers.llamacpp.host import LlamaCppHost
+from desktop.workers.llamacpp.plan import ServerPlan
 from desktop.protocol import WorkerHost
 from desktop.workers.process_host import ProcessHost
 from desktop.workers.remote.host import RemoteHost
@@ -35,12 +39,19 @@ def cuda_devices() -> int:
 
 
 def make_hosts(spec: ModelSpec, config: WorkerConfig, cpu_workers: int = 1, cores: int | None = None, *,
-               isolate: bool = False, liveness: Liveness = Liveness(), gpus: int | None = None) -> list[WorkerHost]:
+               isolate: bool = False, liveness: Liveness = Liveness(), gpus: int | None = None,
+               gguf_runner: str = "llamacpp") -> list[WorkerHost]:
     """`isolate`: a single CPU worker runs in a subprocess too, not on a thread of this process
     (the window's process: a model there holds the GIL for 40-200 ms at a time while it loads).
     Every host watches its worker's heartbeats with `liveness`. `gpus`: how many the device "cuda"
-    uses, when the readiness check knows (else torch is asked, in this process)."""
+    uses, when the readiness check knows (else torch is asked, in this process). `gguf_runner`:
+    "llamacpp" runs a .gguf file on the CPU on one llama.cpp worker (its slots serve conversations
+    at once, its threads are all `cores`); "torch" dequantises it into the torch runner. On a GPU a
+    GGUF file takes the torch runner: the bundled llama.cpp is built for the CPU only."""
     cores = cores or os.cpu_count() or 1
+    if gguf_runner == "llamacpp" and is_gguf_source(spec.source) and spec.device in ("cpu", "auto"):
+        plan = ServerPlan.of(config.num_slots, config.kv_budget_bytes, cores)
+        return [LlamaCppHost("llamacpp0", spec.source, plan)]
     if spec.device == "cuda":
         gpus = cuda_devices() if gpus is None else gpus
         if gpus:

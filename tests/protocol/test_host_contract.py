@@ -6,8 +6,11 @@ never blocking its caller."""
 
 from __future__ import annotations
 
+import atexit
 import pathlib
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from typing import Callable
@@ -22,6 +25,8 @@ from desktop.protocol import (
     WorkerHost, WorkerState, WorkerStatus,
 )
 from desktop.workers.config import WorkerConfig
+from desktop.workers.llamacpp.host import LlamaCppHost
+from desktop.workers.llamacpp.plan import ServerPlan
 from desktop.workers.process_host import ProcessHost
 from desktop.workers.remote.host import RemoteHost
 from desktop.workers.remote.llama_server import LlamaServer
@@ -68,7 +73,8 @@ class Sink:
         return next(s for s in self.statuses if s.state is WorkerState.IDLE)
 
 
-KINDS = ["fake", "thread", "process", pytest.param("remote", marks=pytest.mark.real_model)]
+KINDS = ["fake", "thread", "process", pytest.param("remote", marks=pytest.mark.real_model),
+         "llamacpp"]  # a tiny GGUF written here, on the app's own llama.cpp child (workers/llamacpp)
 _server: list[LlamaServer] = []  # one llama.cpp server for the module, started by the first remote host
 
 
@@ -86,6 +92,13 @@ def make(kind: str) -> WorkerHost:
             server.start()
             _server.append(server)
         return RemoteHost("remote", RemoteSpec(_server[0].url))
+    if kind == "llamacpp":
+        from gguf_files import write_llama
+
+        folder = tempfile.mkdtemp(prefix="omnidesk-gguf-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = write_llama(pathlib.Path(folder) / "tiny-Q8_0.gguf", "Q8_0", std=0.3)
+        return LlamaCppHost("llamacpp", str(path), ServerPlan(slots=2, threads=1))
     if kind == "fake":
         return FakeHost("fake", capacity=2, num_slots=2, auto=0.5, context_length=2048)
     if kind == "thread":

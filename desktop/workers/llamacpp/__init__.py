@@ -1,0 +1,1 @@
+"""GGUF models on llama.cpp: a local llama.cpp server as a worker (host.py)."""
