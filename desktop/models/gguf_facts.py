@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from desktop.models.facts import Kind, ModelFacts
-from desktop.models.gguf_header import Header, read_header
+from desktop.model.gguf_header import Header, read_header
 
 # GGUF architectures that load as a text model here (transformers' GGUF loader; see the test that
 # holds this list against the installed transformers). llama.cpp names some differently.

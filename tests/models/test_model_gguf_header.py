@@ -11,7 +11,7 @@ import pytest
 from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
 from gguf.quants import quantize
 
-from desktop.models.gguf_header import Truncated, read_header
+from desktop.model.gguf_header import Truncated, read_header
 
 
 def _write(path: Path, alignment: int | None = None) -> Path:
