@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop.errors import ModelLoadError
+from desktop.model.gguf_header import read_header
 
 MAGIC = b"GGUF"
 
@@ -45,23 +46,19 @@ def read_facts(path: Path | str) -> GgufFacts:
     if head != MAGIC:
         raise ModelLoadError(f"{path.name} is not a GGUF model file (it does not start with GGUF). "
                              "Choose another file, or download it again.")
-    from gguf import GGUFReader
-
     try:
-        reader = GGUFReader(str(path))
-    except (ValueError, IndexError, OSError, KeyError) as exc:
+        header = read_header(path)  # the metadata without decoding the vocabulary (GGUFReader: seconds)
+    except (ValueError, OSError, KeyError) as exc:  # Truncated, or values the format does not know
         raise ModelLoadError(f"{path.name} is damaged or cut short ({exc}): the download or copy may not "
                              "have finished. Download it again.") from None
-    end = max((t.data_offset + int(t.n_bytes) for t in reader.tensors), default=0)
-    if not reader.tensors or end > size:
+    end = header.data_end
+    if not header.tensors or end > size:
         have = f"{size / 1e6:,.0f} of {end / 1e6:,.0f} MB" if end else "no weights"
         raise ModelLoadError(f"{path.name} is cut short ({have}): the download or copy did not finish. "
                              "Download it again.")
-    fields = reader.fields
 
     def get(key: str, default=None):
-        field = fields.get(key)
-        return field.contents() if field is not None else default
+        return header.values.get(key, default)
 
     arch = str(get("general.architecture", ""))
     if not arch:
