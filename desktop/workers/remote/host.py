@@ -43,6 +43,7 @@ from desktop.workers.remote.reply import read_reply
 from desktop.workers.remote.request import Running, ended_stats
 from desktop.workers.remote.slots import RemoteSlots
 from desktop.workers.remote.spec import RemoteSpec
+from desktop.workers.remote.unsupported import unsupported
 from desktop.workers.remote.wire import body_error, chat_body
 
 log = logging.getLogger(__name__)
@@ -186,16 +187,14 @@ class RemoteHost(WorkerHost):
         elif not self._health.up:
             self._emit(ErrorEvent(cmd.request_id, UNREACHABLE,
                                   f"The remote worker at {self.spec.url} is not reachable now.", retryable=True))
+        elif (refused := unsupported(cmd, self.spec.url)) is not None:
+            self._emit(ErrorEvent(cmd.request_id, "invalid_request", refused))
         elif isinstance(cmd, Chat):
             self._chat(cmd)
         else:
             self._session_command(cmd)
 
     def _chat(self, cmd: Chat) -> None:
-        if cmd.raw:
-            self._emit(ErrorEvent(cmd.request_id, "invalid_request", "Raw prompts (/v1/completions) are not sent to "
-                                  f"remote workers; the remote worker at {self.spec.url} takes chats only."))
-            return
         found = self.slots.for_chat(cmd.messages)
         if found is None:
             self._emit(ErrorEvent(cmd.request_id, "busy", "Every slot of the remote worker is in use.", retryable=True))
