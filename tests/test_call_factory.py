@@ -42,42 +42,44 @@ def test_a_spoken_sentence_is_understood_and_answered(monkeypatch, tmp_path):
         voice = Voice(lambda: EspeakTTS(rate_wpm=240), speaker, clock=clock)
         gw = Gateway([ThreadHost("t0", ModelSpec("tiny"), WorkerConfig(num_slots=2), threads=1)])
         await gw.start()
-        assert await gw.wait_ready(timeout=60)
-        settings = Settings(call_idle_timeout_s=60.0)
-        states: list[str] = []
-        factory = CallFactory(gw, lambda: voice, lambda: settings, recordings=Recordings(lambda: settings, tmp_path),
-                              model=lambda: "tiny")
-        factory.on_recording = states.append
-        call = await factory.start(CallMode.DUPLEX)
-        assert states == [RECORDING]
-        events = []
-        call.listeners.append(events.append)
-        mic.start(thread=True)
-        spoken_at = mic.say(EspeakTTS(voice="en-us", rate_wpm=170), SENTENCE, at=clock.now() + 0.3)
-        deadline = time.monotonic() + 40
-        # the reply has started (its audio is queued) and the speaker played it: only then is there an AI track
-        while (not call.turns or call.turns[0].first_audio_t is None or call.turns[0].ttft_ms is None
-               or speaker.stats()["first_audio_at"] is None):
-            assert time.monotonic() < deadline, ([(e.kind, e.text) for e in events if e.kind != 'level'], call.phase)
-            await asyncio.sleep(0.02)
-        turn = call.turns[0]
-        assert word_error_rate(SENTENCE, turn.user_text) <= 0.2, turn.user_text
-        assert turn.speech_end_t is not None and turn.speech_end_t > spoken_at
-        assert turn.first_audio_t > turn.speech_end_t and turn.ttft_ms is not None
-        assert any(e.kind == "partial" for e in events) and any(e.kind == "assistant" for e in events)
-        await call.end()
-        assert call.phase is CallPhase.ENDED and events[-1].kind == "ended"
-        while states[-1] != "":  # the recording closes after the call's end
-            assert time.monotonic() < deadline + 10
-            await asyncio.sleep(0.02)
-        (folder,) = tmp_path.glob("*-call-*")
-        lines = read_timeline(folder)
-        assert [e["text"] for e in lines if e["kind"] == "user_text"] == [turn.user_text]
-        assert lines[-1]["kind"] == "end" and any(e["kind"] == "audio" and e["track"] == "ai" for e in lines)
-        await gw.close()
-        voice.close()
-        speaker.close()
-        mic.close()
+        try:  # a failed check must not leave the worker, the voice or the devices running for later tests
+            assert await gw.wait_ready(timeout=60)
+            settings = Settings(call_idle_timeout_s=60.0)
+            states: list[str] = []
+            factory = CallFactory(gw, lambda: voice, lambda: settings, recordings=Recordings(lambda: settings, tmp_path),
+                                  model=lambda: "tiny")
+            factory.on_recording = states.append
+            call = await factory.start(CallMode.DUPLEX)
+            assert states == [RECORDING]
+            events = []
+            call.listeners.append(events.append)
+            mic.start(thread=True)
+            spoken_at = mic.say(EspeakTTS(voice="en-us", rate_wpm=170), SENTENCE, at=clock.now() + 0.3)
+            deadline = time.monotonic() + 40
+            # the reply has started (its audio is queued) and the speaker played it: only then is there an AI track
+            while (not call.turns or call.turns[0].first_audio_t is None or call.turns[0].ttft_ms is None
+                   or speaker.stats()["first_audio_at"] is None):
+                assert time.monotonic() < deadline, ([(e.kind, e.text) for e in events if e.kind != 'level'], call.phase)
+                await asyncio.sleep(0.02)
+            turn = call.turns[0]
+            assert word_error_rate(SENTENCE, turn.user_text) <= 0.2, turn.user_text
+            assert turn.speech_end_t is not None and turn.speech_end_t > spoken_at
+            assert turn.first_audio_t > turn.speech_end_t and turn.ttft_ms is not None
+            assert any(e.kind == "partial" for e in events) and any(e.kind == "assistant" for e in events)
+            await call.end()
+            assert call.phase is CallPhase.ENDED and events[-1].kind == "ended"
+            while states[-1] != "":  # the recording closes after the call's end
+                assert time.monotonic() < deadline + 10
+                await asyncio.sleep(0.02)
+            (folder,) = tmp_path.glob("*-call-*")
+            lines = read_timeline(folder)
+            assert [e["text"] for e in lines if e["kind"] == "user_text"] == [turn.user_text]
+            assert lines[-1]["kind"] == "end" and any(e["kind"] == "audio" and e["track"] == "ai" for e in lines)
+        finally:
+            await gw.close()
+            voice.close()
+            speaker.close()
+            mic.close()
 
     asyncio.run(asyncio.wait_for(main(), 90))
 
