@@ -4,7 +4,11 @@ sentence that says how to get it (the torch runner for GGUF files). Everything e
 
 from __future__ import annotations
 
-from desktop.protocol import AppendInput, Chat, Command, Generate
+from desktop.protocol import Command
+from desktop.workers.remote.unsupported import GRAMMAR as GRAMMAR_ASKED
+from desktop.workers.remote.unsupported import IMAGES as IMAGES_ASKED
+from desktop.workers.remote.unsupported import RAW as RAW_ASKED
+from desktop.workers.remote.unsupported import asks_for
 
 TORCH = "choose the torch runner for GGUF files in Settings → Model"
 IMAGES = f"This GGUF model runs on llama.cpp, which reads text only here: to send images, {TORCH}."
@@ -17,11 +21,5 @@ RAW = f"Raw prompts (/v1/completions) are not available for a GGUF model on llam
 
 def refusal(cmd: Command) -> tuple[str, str] | None:
     """(error code, sentence) when `cmd` asks for what llama.cpp cannot give here; else None."""
-    messages = getattr(cmd, "messages", ())
-    if isinstance(cmd, (Chat, AppendInput, Generate)) and any(m.images for m in messages):
-        return "invalid_request", IMAGES
-    if isinstance(cmd, Chat) and cmd.raw:
-        return "invalid_request", RAW
-    if isinstance(cmd, (Chat, Generate)) and cmd.params.grammar:
-        return "invalid_request", GRAMMAR
-    return None
+    said = {IMAGES_ASKED: IMAGES, RAW_ASKED: RAW, GRAMMAR_ASKED: GRAMMAR}.get(asks_for(cmd) or "")
+    return ("invalid_request", said) if said else None
